@@ -1,0 +1,68 @@
+"""Aggregators that ir-measures' mean cannot express.
+
+ir-measures aggregates through ``measure.aggregator()``, which sees only the per-query values,
+unchanged. So the per-query value of HitRate_item is an :class:`ItemValue`: a float (the
+per-query ratio) that also carries its numerator and denominator, which :class:`MicroAgg`
+sums. MRR_ignore's "no value" is NaN, which :class:`NanSkipMeanAgg` leaves out.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+from ir_measures.measures.base import Agg
+
+
+class ItemValue(float):
+    """A per-query HitRate_item value: ``hits / returned`` (0.0 when ``returned`` is 0), that
+    remembers ``hits`` and ``returned`` for the micro average."""
+
+    def __new__(cls, hits: float, returned: float) -> "ItemValue":
+        obj = super().__new__(cls, hits / returned if returned else 0.0)
+        obj.hits = hits
+        obj.returned = returned
+        return obj
+
+    def __getnewargs__(self):
+        return (self.hits, self.returned)
+
+
+class MicroAgg(Agg):
+    """sum(hits) / sum(returned) over the values added; 0.0 when nothing was returned."""
+
+    def __init__(self) -> None:
+        self.hits = 0.0
+        self.returned = 0.0
+
+    def add(self, value: float) -> None:
+        if not isinstance(value, ItemValue):
+            raise TypeError(
+                f"HitRate_item's micro average needs per-query values that carry hits and returned "
+                f"counts (ndcg_plugin.aggregate.ItemValue), got a plain {type(value).__name__} {value!r}; "
+                f"a mean of per-query ratios would be a different (macro) average")
+        self.hits += value.hits
+        self.returned += value.returned
+
+    def result(self) -> float:
+        return self.hits / self.returned if self.returned else 0.0
+
+
+class NanSkipMeanAgg(Agg):
+    """Mean of the non-NaN values; NaN with a RuntimeWarning when there is none."""
+
+    def __init__(self, name: str = "measure") -> None:
+        self.name = name
+        self.sum = 0.0
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        if not math.isnan(value):
+            self.sum += value
+            self.count += 1
+
+    def result(self) -> float:
+        if self.count == 0:
+            warnings.warn(f"{self.name}: no query has a value (no relevant document in the top k "
+                          f"for any query); the mean is NaN", RuntimeWarning, stacklevel=2)
+            return float("nan")
+        return self.sum / self.count

@@ -1,0 +1,247 @@
+"""The plugin's measures: specifications only (name, parameters, default, aggregator).
+
+Three families, each one implementation in :mod:`ndcg_plugin.engine` with the variant as a
+parameter (``VARIANT``):
+
+- ``NDCG_lin`` / ``NDCG_exp``: the gain function (linear or exponential);
+- ``HitRate`` / ``HitRate_item``: the granularity (query or item);
+- ``MRR_zero`` / ``MRR_ignore``: what a query with no relevant document in the top k gives.
+
+Conventions shared by all (trec_eval's): within a query documents are ordered by score
+descending, ties broken by doc id descending (string order); the rank column of a run file is
+ignored. A query in the qrels but not in the run scores 0 (trec_eval ``-c``), except for
+``MRR_ignore`` where it has no value. A query in the run but not in the qrels is ignored.
+Negative relevance labels have gain 0 and are never relevant.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import ir_measures
+from ir_measures.measures.base import _NOT_PROVIDED, Agg, Measure, ParamInfo
+
+from .aggregate import ItemValue, MicroAgg, NanSkipMeanAgg
+
+CUTOFF_DESC = "ranking cutoff threshold k (a positive integer)"
+REL_DESC = "minimum relevance label that counts as relevant (inclusive, >= 1; TREC DL uses 2)"
+
+
+class PluginMeasure(Measure):
+    """Base of the plugin's measures: ir-measures' Measure with faithful printing of dict
+    parameters and validation errors that say what was expected and what was got."""
+
+    FAMILY: str = ""
+    VARIANT: str = ""
+    TREC_EVAL: str = ""  # the trec_eval counterpart, for docs and crosscheck
+    CUTOFF_REQUIRED = False
+
+    def _param_repr(self, v):
+        if isinstance(v, dict):  # ir-measures drops entries whose key equals the value
+            return "{" + ",".join(f"{k!r}:{v[k]!r}" for k in sorted(v)) + "}"
+        return repr(v)
+
+    def validate_params(self) -> None:
+        if self.validated:
+            return
+        name = self.__name__
+        valid = ", ".join(f"{k} ({p.desc})" for k, p in self.SUPPORTED_PARAMS.items())
+        unknown = sorted(set(self.params) - set(self.SUPPORTED_PARAMS))
+        if unknown:
+            raise ValueError(f"{name}: unknown parameter(s) {unknown}; valid parameters: {valid}")
+        cutoff = self.params.get("cutoff", _NOT_PROVIDED)
+        if cutoff is _NOT_PROVIDED:
+            if self.CUTOFF_REQUIRED:
+                raise ValueError(f"{name} needs a cutoff, e.g. {name}@10")
+        elif isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1:
+            raise ValueError(f"{name}: cutoff must be a positive integer, got {cutoff!r}")
+        for key, info in self.SUPPORTED_PARAMS.items():
+            if key == "cutoff" or key not in self.params:
+                continue
+            value = self.params[key]
+            if info.choices is not _NOT_PROVIDED and value not in info.choices:
+                raise ValueError(f"{name}: {key} must be one of {info.choices!r}, got {value!r}")
+            if info.dtype is not None and (not isinstance(value, info.dtype)
+                                           or (info.dtype is int and isinstance(value, bool))):
+                raise ValueError(f"{name}: {key} must be of type {info.dtype.__name__}, got {value!r}")
+        if "rel" in self.params and self.params["rel"] < 1:
+            raise ValueError(f"{name}: rel must be >= 1 (a threshold of 0 would count judged "
+                             f"non-relevant documents as relevant), got {self.params['rel']!r}")
+        gains = self.params.get("gains", _NOT_PROVIDED)
+        if gains is not _NOT_PROVIDED:
+            for k, g in gains.items():
+                if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                    raise ValueError(f"{name}: gains keys must be relevance labels >= 0 (negative labels "
+                                     f"always have gain 0), got {k!r}")
+                if isinstance(g, bool) or not isinstance(g, numbers.Real) or not math.isfinite(g):
+                    raise ValueError(f"{name}: gains values must be finite numbers, got {k!r}: {g!r}")
+        self.validated = True
+
+    def get(self, key):
+        """The parameter's value, its default, or None when neither exists."""
+        value = self[key]
+        return None if value is _NOT_PROVIDED else value
+
+
+_NDCG_PARAMS = {
+    "cutoff": ParamInfo(dtype=int, required=False,
+                        desc="ranking cutoff threshold k; without it the whole ranked list counts"),
+    "ideal": ParamInfo(dtype=str, choices=["qrels", "run"], default="qrels",
+                       desc="ideal ranking from all judged docs of the query ('qrels', as trec_eval) "
+                            "or from the docs the run retrieved for the query, all of them ('run', as sklearn)"),
+    "gains": ParamInfo(dtype=dict, desc="custom gain per relevance label {rel: gain}; unlisted labels keep "
+                                        "the family's gain"),
+    "judged_only": ParamInfo(dtype=bool, default=False,
+                             desc="drop unjudged documents before ranking and cutting (as ir-measures)"),
+}
+
+
+class _NDCG(PluginMeasure):
+    """Normalised Discounted Cumulative Gain with an explicit gain function.
+
+    For a query with documents ranked r = 1..n (score descending, doc id descending on ties)::
+
+        DCG@k  = sum_{r=1}^{min(k,n)} gain(rel_r) / log2(r + 1)
+        IDCG@k = the same sum over the ideal ranking (gains sorted descending)
+        NDCG@k = DCG@k / IDCG@k, and 0 when IDCG@k = 0
+
+    ``VARIANT`` picks gain(rel): ``linear`` -> rel (NDCG_lin), ``exp`` -> 2^rel - 1 (NDCG_exp).
+    Negative labels and unjudged documents have gain 0; ``gains`` overrides listed labels.
+    """
+    FAMILY = "ndcg"
+    SUPPORTED_PARAMS = _NDCG_PARAMS
+
+
+class _NDCG_lin(_NDCG):
+    __doc__ = _NDCG.__doc__
+    __name__ = "NDCG_lin"
+    NAME = __name__
+    VARIANT = "linear"
+    PRETTY_NAME = "NDCG with linear gain"
+    SHORT_DESC = "NDCG with gain = rel (trec_eval ndcg_cut)."
+    TREC_EVAL = "ndcg_cut.k (ndcg without cutoff)"
+
+
+class _NDCG_exp(_NDCG):
+    __doc__ = _NDCG.__doc__
+    __name__ = "NDCG_exp"
+    NAME = __name__
+    VARIANT = "exp"
+    PRETTY_NAME = "NDCG with exponential gain"
+    SHORT_DESC = "NDCG with gain = 2^rel - 1 (Burges et al.)."
+    TREC_EVAL = "ndcg_cut.k on qrels mapped rel -> 2^rel - 1"
+
+
+_CUT_REL_PARAMS = {
+    "cutoff": ParamInfo(dtype=int, required=True, desc=CUTOFF_DESC),
+    "rel": ParamInfo(dtype=int, default=1, desc=REL_DESC),
+}
+
+
+class _HitRate(PluginMeasure):
+    """Hit rate at k, at one of two granularities (``VARIANT``).
+
+    ``query`` (HitRate, the per-user hit rate; trec_eval ``success.k``)::
+
+        HitRate@k(q) = 1 if some doc in the top k has rel >= rel_threshold else 0
+        aggregate    = mean over the queries of the qrels
+
+    ``item`` (HitRate_item, the recommender-systems hit ratio)::
+
+        HitRate_item@k(q) = hits_k(q) / min(k, n_q)    (0 when the run returns nothing for q)
+        aggregate         = sum_q hits_k(q) / sum_q min(k, n_q)   (micro average over items)
+
+    where hits_k(q) is the number of relevant docs in the top k and n_q the number of docs
+    returned for q. A query with no returned docs adds nothing to the micro average.
+    """
+    FAMILY = "hitrate"
+    CUTOFF_REQUIRED = True
+    SUPPORTED_PARAMS = _CUT_REL_PARAMS
+
+
+class _HitRate_query(_HitRate):
+    __doc__ = _HitRate.__doc__
+    __name__ = "HitRate"
+    NAME = __name__
+    VARIANT = "query"
+    PRETTY_NAME = "Hit rate (query level)"
+    SHORT_DESC = "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k)."
+    TREC_EVAL = "success.k with -l rel"
+
+
+class _HitRate_item(_HitRate):
+    __doc__ = _HitRate.__doc__
+    __name__ = "HitRate_item"
+    NAME = __name__
+    VARIANT = "item"
+    PRETTY_NAME = "Hit rate (item level)"
+    SHORT_DESC = "Relevant docs in the top k over docs in the top k, micro-averaged over all queries."
+    TREC_EVAL = "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)"
+    DEFAULT = ItemValue(0, 0)
+
+    def aggregator(self) -> Agg:
+        return MicroAgg()
+
+
+class _MRR(PluginMeasure):
+    """Mean reciprocal rank at k; ``VARIANT`` decides what a query with no relevant document
+    in the top k gives::
+
+        RR@k(q) = 1 / rank of the first doc with rel >= rel_threshold, if that rank <= k
+        zero:   RR@k(q) = 0 otherwise; aggregate = mean over all queries of the qrels
+                (the MS MARCO MRR@10 convention; trec_eval recip_rank with -M k)
+        ignore: RR@k(q) has no value otherwise (NaN in iter_calc); aggregate = mean over the
+                queries that have a value, NaN with a warning when none has
+    """
+    FAMILY = "mrr"
+    CUTOFF_REQUIRED = True
+    SUPPORTED_PARAMS = _CUT_REL_PARAMS
+
+
+class _MRR_zero(_MRR):
+    __doc__ = _MRR.__doc__
+    __name__ = "MRR_zero"
+    NAME = __name__
+    VARIANT = "zero"
+    PRETTY_NAME = "MRR, misses count 0"
+    SHORT_DESC = "Reciprocal rank of the first relevant doc in the top k, 0 if none; mean over all queries."
+    TREC_EVAL = "recip_rank with -M k"
+
+
+class _MRR_ignore(_MRR):
+    __doc__ = _MRR.__doc__
+    __name__ = "MRR_ignore"
+    NAME = __name__
+    VARIANT = "ignore"
+    PRETTY_NAME = "MRR, misses left out"
+    SHORT_DESC = "Reciprocal rank of the first relevant doc in the top k; queries without one are left out."
+    TREC_EVAL = "recip_rank with -M k, averaged over queries with recip_rank > 0"
+    DEFAULT = float("nan")
+
+    def aggregator(self) -> Agg:
+        return NanSkipMeanAgg(str(self))
+
+
+NDCG_lin = _NDCG_lin()
+NDCG_exp = _NDCG_exp()
+HitRate = _HitRate_query()
+HitRate_item = _HitRate_item()
+MRR_zero = _MRR_zero()
+MRR_ignore = _MRR_ignore()
+
+ALL = (NDCG_lin, NDCG_exp, HitRate, HitRate_item, MRR_zero, MRR_ignore)
+
+
+def register() -> None:
+    """Add the six measures to ``ir_measures.measures.registry`` (idempotent)."""
+    registry = ir_measures.measures.registry
+    for measure in ALL:
+        existing = registry.get(measure.NAME)
+        if existing is not None and not type(existing).__module__.startswith("ndcg_plugin"):
+            raise RuntimeError(f"cannot register {measure.NAME}: ir-measures already has a measure "
+                               f"of that name from {type(existing).__module__}")
+        registry[measure.NAME] = measure  # replaces an earlier copy of ours (e.g. after a reload)
+
+
+__all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
+           "PluginMeasure", "ALL", "register"]

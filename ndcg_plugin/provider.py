@@ -1,0 +1,96 @@
+"""The ir-measures provider ``ndcg_plugin``: adapts ir-measures' calls to the engine.
+
+It serves the plugin's six measures everywhere (they are in ``ir_measures.DefaultPipeline``),
+and, when asked for by name (``ir_measures.providers.registry["ndcg_plugin"]``, CLI
+``--provider ndcg_plugin``), the built-in ``nDCG`` (``dcg='log2'`` or ``'exp-log2'``, any query
+ids), ``RR`` and ``Success``.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import ir_measures
+from ir_measures import Metric
+from ir_measures import measures as irm
+from ir_measures.providers.base import Any, Choices, Evaluator, Provider
+
+from . import engine, io
+from .aggregate import ItemValue
+from .measures import ALL, PluginMeasure
+
+
+class NdcgPluginProvider(Provider):
+    """Computes the plugin's measures on columnar arrays (see :mod:`ndcg_plugin.engine`).
+
+    ``duplicates`` ("error", "first" or "max") is applied to repeated (query, doc) pairs in
+    qrels and runs; ``run_format`` ("auto", "trec", "msmarco") to run files given by path.
+    """
+    NAME = "ndcg_plugin"
+    SUPPORTED_MEASURES = [
+        *(type(m)(**{k: Any() for k in m.SUPPORTED_PARAMS}) for m in ALL),
+        irm._nDCG(cutoff=Any(), dcg=Any(), gains=Any(), judged_only=Any()),
+        irm._RR(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+        irm._Success(cutoff=Any(), rel=Any(), judged_only=Choices(False)),
+    ]
+
+    def __init__(self, duplicates: str = "error", run_format: str = "auto"):
+        super().__init__()
+        self.duplicates = duplicates
+        self.run_format = run_format
+
+    def supports(self, measure) -> bool:
+        if isinstance(measure, PluginMeasure):
+            measure.validate_params()  # raises a clear ValueError for bad parameters
+            return True
+        return super().supports(measure)
+
+    def _evaluator(self, measures: Iterable, qrels) -> "NdcgPluginEvaluator":
+        measures = list(measures)
+        specs = {m: engine.spec_of(m) for m in measures}
+        table = io.read(qrels, "qrels", duplicates=self.duplicates)
+        return NdcgPluginEvaluator(measures, engine.QrelsIndex(table), specs, self)
+
+
+class NdcgPluginEvaluator(Evaluator):
+    """Holds the indexed qrels; ``iter_calc`` / ``calc_aggregate`` may be called on many runs."""
+
+    def __init__(self, measures, index: engine.QrelsIndex, specs: dict, provider: NdcgPluginProvider):
+        super().__init__(measures, set(index.qids))
+        self.index = index
+        self.specs = specs
+        self.provider = provider
+
+    def values(self, run) -> dict:
+        """Per-query values for each measure, as engine.Values aligned with ``self.index.qids``."""
+        table = io.read(run, "run", run_format=self.provider.run_format,
+                        duplicates=self.provider.duplicates)
+        results = engine.compute(self.index, table, self.specs.values())
+        return {m: results[s] for m, s in self.specs.items()}
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        per_measure = self.values(run)
+        qids = self.index.qids
+        columns = []
+        for measure, vals in per_measure.items():
+            if vals.hits is not None:
+                col = [ItemValue(h, r) for h, r in zip(vals.hits.tolist(), vals.returned.tolist())]
+            else:
+                col = vals.values.tolist()
+            columns.append((measure, col))
+        for i, qid in enumerate(qids):
+            for measure, col in columns:
+                yield Metric(query_id=qid, measure=measure, value=col[i])
+
+
+def register() -> NdcgPluginProvider:
+    """Add the provider to ``ir_measures.providers.registry`` and ``ir_measures.DefaultPipeline``
+    (idempotent). It goes last in the pipeline so built-in measures keep their usual providers."""
+    registry = ir_measures.providers.registry
+    provider = registry.get(NdcgPluginProvider.NAME)
+    if not isinstance(provider, NdcgPluginProvider) or type(provider) is not NdcgPluginProvider:
+        provider = NdcgPluginProvider()
+        registry[provider.NAME] = provider
+    pipeline = ir_measures.DefaultPipeline.providers
+    pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != provider.NAME]
+    pipeline.append(provider)
+    return provider
