@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import measures as _measures
 from . import provider as _provider
+from .crosscheck import crosscheck  # the function; the module stays ndcg_plugin.crosscheck in sys.modules
 from .io import InputError, read
 from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
 
@@ -18,12 +19,6 @@ def register() -> None:
     """Register the six measures and the ``ndcg_plugin`` provider with ir-measures (idempotent)."""
     _measures.register()
     _provider.register()
-
-
-def crosscheck(*args, **kwargs):
-    """Compare each plugin measure with its trec_eval counterpart; see :mod:`ndcg_plugin.crosscheck`."""
-    from .crosscheck import crosscheck as _crosscheck
-    return _crosscheck(*args, **kwargs)
 
 
 register()

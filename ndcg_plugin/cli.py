@@ -1,0 +1,171 @@
+"""Command line: ``ndcg-plugin eval | crosscheck | measures``.
+
+The only module that prints and sets exit codes: 0 success, 1 crosscheck mismatch, 2 bad
+input or usage (one message on stderr, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from typing import Sequence
+
+import ir_measures
+
+from . import io
+from .crosscheck import DEFAULT_MEASURES, format_rows
+from .crosscheck import crosscheck as run_crosscheck
+from .measures import ALL
+
+SUMMARY_QID = "all"
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for, reported in one line with exit status 2."""
+
+
+def _parse_measures(strings: Sequence[str]) -> list:
+    measures = []
+    for s in strings:
+        for part in s.split():
+            try:
+                m = ir_measures.parse_measure(part)
+                m.validate_params()
+            except NameError:
+                names = ", ".join(m.NAME for m in ALL)
+                raise UsageError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
+                                 f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
+            except (ValueError, AssertionError) as e:
+                raise UsageError(f"invalid measure {part!r}: {e}") from None
+            if m not in measures:
+                measures.append(m)
+    return measures
+
+
+def _format_value(value: float, places: int) -> str:
+    return f"{value:.{places}f}" if places >= 0 else repr(float(value))
+
+
+def _emit(args, qid: str | None, measure, value: float) -> None:
+    if args.output == "jsonl":
+        rec = {"query_id": qid, "measure": str(measure), "value": None if math.isnan(value) else float(value)}
+        if qid is None:
+            del rec["query_id"]
+        print(json.dumps(rec))
+    elif qid is None:
+        print(f"{measure}\t{_format_value(value, args.places)}")
+    else:
+        print(f"{qid}\t{measure}\t{_format_value(value, args.places)}")
+
+
+def cmd_eval(args) -> int:
+    if args.no_summary and not args.by_query:
+        raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
+    measures = _parse_measures(args.measures)
+    if not measures:
+        raise UsageError("give at least one measure, e.g. NDCG_exp@10 MRR_zero@10")
+    qrels = io.read(args.qrels, "qrels", duplicates=args.duplicates)
+    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+    calc = ir_measures.providers.registry[args.provider] if args.provider else ir_measures
+    try:
+        if args.by_query:
+            aggs = {m: m.aggregator() for m in measures}
+            for metric in calc.iter_calc(measures, qrels, run):
+                aggs[metric.measure].add(metric.value)
+                if not math.isnan(metric.value):  # MRR_ignore: queries without a value are omitted
+                    _emit(args, metric.query_id, metric.measure, metric.value)
+            if not args.no_summary:
+                for m in measures:
+                    _emit(args, SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
+        else:
+            results = calc.calc_aggregate(measures, qrels, run)
+            for m in measures:
+                _emit(args, None, m, results[m])
+    except ValueError as e:
+        if isinstance(e, io.InputError):
+            raise
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def cmd_crosscheck(args) -> int:
+    measures = _parse_measures(args.measures or list(DEFAULT_MEASURES))
+    try:
+        rows = run_crosscheck(args.qrels, args.run, measures, trec_eval=args.trec_eval, duplicates=args.duplicates)
+    except RuntimeError as e:
+        raise UsageError(str(e)) from None
+    print(format_rows(rows, args.places))
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        print(f"{len(bad)} of {len(rows)} measures differ from trec_eval", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_measures(args) -> int:
+    for m in ALL:
+        print(f"{m.NAME}: {m.SHORT_DESC}")
+        for key, info in m.SUPPORTED_PARAMS.items():
+            default = "" if info.default is ir_measures.measures.base._NOT_PROVIDED else f" (default {info.default!r})"
+            required = " (required)" if key == "cutoff" and m.CUTOFF_REQUIRED else ""
+            print(f"    {key}{default}{required}: {info.desc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
+                                "checked against trec_eval.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("qrels", help="TREC qrels file (plain or .gz)")
+        sp.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
+        sp.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
+                        help="run file format (default: detected from the first line)")
+        sp.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
+                        help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
+                             "or keep the highest score/label")
+        sp.add_argument("-p", "--places", type=int, default=4, help="decimal places (default 4; -1: all)")
+
+    e = sub.add_parser("eval", help="evaluate a run")
+    common(e)
+    e.add_argument("measures", nargs="+", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP")
+    e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
+    e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
+    e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
+    e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
+                   help="compute every measure with this ir-measures provider")
+    e.set_defaults(func=cmd_eval)
+
+    c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval")
+    common(c)
+    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(DEFAULT_MEASURES)})")
+    c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
+                   "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
+    c.set_defaults(func=cmd_crosscheck)
+
+    m = sub.add_parser("measures", help="list the plugin's measures and their parameters")
+    m.set_defaults(func=cmd_measures)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
+            return args.func(args)
+    except io.InputError as e:
+        print(f"ndcg-plugin: error: {e}", file=sys.stderr)
+    except UsageError as e:
+        print(f"ndcg-plugin: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
