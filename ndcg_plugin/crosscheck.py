@@ -8,7 +8,7 @@ NDCG_lin@k             ``ndcg_cut.k`` (``ndcg`` without cutoff)
 NDCG_exp@k             ``ndcg_cut.k`` on qrels mapped rel -> 2^rel - 1
 NDCG_*(ideal='run')    the same, with qrels restricted to the docs the run retrieved
 NDCG_*(gains=...)      the same, with qrels mapped through the gains (integer gains only)
-NDCG_*(judged_only)    the same with ``-J``
+NDCG_*(judged_only)    the same on the run without unjudged docs (trec_eval ``-J``, written out)
 HitRate@k              ``success.k`` with ``-l rel``
 MRR_zero@k             ``recip_rank`` on the run cut to its top k (``-M k``)
 MRR_ignore@k           per-query ``recip_rank`` (``-M k``), averaged over the queries where it is > 0
@@ -57,18 +57,27 @@ class _Oracle:
     def __init__(self, trec_eval: str | None):
         self.binary = trec_eval
 
-    def __call__(self, qrels: dict, run: dict, measure: str, rel: int = 1, judged_only: bool = False) -> dict:
+    def __call__(self, qrels: dict, run: dict, measure: str, rel: int = 1) -> dict:
         if self.binary is None:
             import pytrec_eval
-            ev = pytrec_eval.RelevanceEvaluator(qrels, {measure}, relevance_level=rel,
-                                                judged_docs_only_flag=1 if judged_only else 0)
+            ev = pytrec_eval.RelevanceEvaluator(_pytrec_safe(qrels), {measure}, relevance_level=rel)
             res = ev.evaluate(run)
             key = measure.replace(".", "_")
             return {q: v[key] for q, v in res.items()}
-        return _run_binary(self.binary, qrels, run, measure, rel, judged_only)
+        return _run_binary(self.binary, qrels, run, measure, rel)
 
 
-def _run_binary(binary: str, qrels: dict, run: dict, measure: str, rel: int, judged_only: bool) -> dict:
+PADDING_DOC = "\x00ndcg-plugin-padding"
+
+
+def _pytrec_safe(qrels: dict) -> dict:
+    """pytrec_eval (0.5.x) corrupts memory and may segfault when a query's qrels hold only
+    negative labels. Such a query gets one extra judged-non-relevant (label 0) doc that no run
+    retrieves: it changes no measure (label 0 has gain 0 and is not relevant) but avoids the crash."""
+    return {q: (docs if any(r >= 0 for r in docs.values()) else {**docs, PADDING_DOC: 0}) for q, docs in qrels.items()}
+
+
+def _run_binary(binary: str, qrels: dict, run: dict, measure: str, rel: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         qpath, rpath = os.path.join(tmp, "qrels"), os.path.join(tmp, "run")
         with open(qpath, "w") as f:
@@ -81,7 +90,7 @@ def _run_binary(binary: str, qrels: dict, run: dict, measure: str, rel: int, jud
                     f.write(f"{q} Q0 {d} {i + 1} {s!r} crosscheck\n")
         if not any(run.values()):
             return {}
-        cmd = [binary, "-c", "-q", "-l", str(rel), "-m", measure, *(["-J"] if judged_only else []), qpath, rpath]
+        cmd = [binary, "-c", "-q", "-l", str(rel), "-m", measure, qpath, rpath]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed with status {proc.returncode}: {proc.stderr.strip()}")
@@ -127,7 +136,9 @@ def counterpart(measure, qrels: dict, run: dict, oracle: _Oracle) -> tuple[dict 
         if measure["ideal"] == "run":
             mapped = {q: {d: r for d, r in docs.items() if d in run.get(q, {})} for q, docs in mapped.items()}
         name = "ndcg" if k is None else f"ndcg_cut.{k}"
-        res = oracle(mapped, run, name, judged_only=measure["judged_only"])
+        if measure["judged_only"]:  # trec_eval -J, written out: pytrec_eval's flag can segfault
+            run = {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}
+        res = oracle(mapped, run, name)
         return {q: res.get(q, 0.0) for q in qids}, f"{name} (-c{' -J' if measure['judged_only'] else ''})"
     rel = measure["rel"]
     if measure.FAMILY == "hitrate" and measure.VARIANT == "query":
