@@ -10,7 +10,7 @@ from . import measures as _measures
 from . import provider as _provider
 from .crosscheck import crosscheck  # the function; the module stays ndcg_plugin.crosscheck in sys.modules
 from .io import InputError, read
-from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
+from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, parse_measures
 
 __version__ = "0.1.0"
 
@@ -24,4 +24,4 @@ def register() -> None:
 register()
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
-           "register", "crosscheck", "read", "InputError", "__version__"]
+           "register", "crosscheck", "read", "parse_measures", "InputError", "__version__"]

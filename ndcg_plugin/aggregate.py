@@ -17,7 +17,7 @@ class ItemValue(float):
     """A per-query HitRate_item value: ``hits / returned`` (0.0 when ``returned`` is 0), that
     remembers ``hits`` and ``returned`` for the micro average."""
 
-    def __new__(cls, hits: float, returned: float) -> "ItemValue":
+    def __new__(cls, hits: float, returned: float) -> ItemValue:
         obj = super().__new__(cls, hits / returned if returned else 0.0)
         obj.hits = hits
         obj.returned = returned

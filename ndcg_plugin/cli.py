@@ -10,14 +10,14 @@ import json
 import math
 import sys
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import ir_measures
 
 from . import io
 from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
-from .measures import ALL
+from .measures import ALL, parse_measures
 
 SUMMARY_QID = "all"
 
@@ -27,21 +27,10 @@ class UsageError(Exception):
 
 
 def _parse_measures(strings: Sequence[str]) -> list:
-    measures = []
-    for s in strings:
-        for part in s.split():
-            try:
-                m = ir_measures.parse_measure(part)
-                m.validate_params()
-            except NameError:
-                names = ", ".join(m.NAME for m in ALL)
-                raise UsageError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
-                                 f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
-            except (ValueError, AssertionError) as e:
-                raise UsageError(f"invalid measure {part!r}: {e}") from None
-            if m not in measures:
-                measures.append(m)
-    return measures
+    try:
+        return parse_measures(strings)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _format_value(value: float, places: int) -> str:

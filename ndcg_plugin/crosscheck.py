@@ -24,8 +24,9 @@ import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import ir_measures
 
@@ -106,7 +107,7 @@ def _run_binary(binary: str, qrels: dict, run: dict, measure: str, rel: int) -> 
 def _as_dicts(table) -> dict:
     col = "relevance" if "relevance" in table.columns else "score"
     out: dict = {}
-    for q, d, v in zip(table["query_id"], table["doc_id"], table[col].tolist()):
+    for q, d, v in zip(table["query_id"], table["doc_id"], table[col].tolist(), strict=True):
         out.setdefault(q, {})[d] = v
     return out
 

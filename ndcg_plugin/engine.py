@@ -17,12 +17,11 @@ Pipeline (no Python loop per query or per document):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
-
 from ir_measures.measures.base import _NOT_PROVIDED
 
 from .measures import PluginMeasure

@@ -25,7 +25,7 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -277,6 +277,9 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
         else:
             first = rows[0]
             fields = getattr(first, "_fields", None)
+            if isinstance(first, str):
+                raise InputError(src, None, f"got an iterable of strings; if this was a file path, ir-measures' "
+                                 f"own functions do not take paths: read it with ndcg_plugin.read(path, '{kind}')")
             if fields is None or any(f not in fields for f in ("query_id", "doc_id", col)):
                 raise InputError(src, 0, f"expected namedtuples with fields query_id, doc_id, {col} "
                                  f"(e.g. ir_measures.{'Qrel' if kind == 'qrels' else 'ScoredDoc'}), "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 import ir_measures
 from ir_measures.measures.base import _NOT_PROVIDED, Agg, Measure, ParamInfo
@@ -222,6 +223,28 @@ class _MRR_ignore(_MRR):
         return NanSkipMeanAgg(str(self))
 
 
+def parse_measures(strings: Iterable[str]) -> list:
+    """Parse measure strings (each may hold several, separated by spaces) with
+    ``ir_measures.parse_measure``, validate them and drop repeats, keeping the order.
+    Raises ValueError naming the string at fault (unknown names list the plugin's measures)."""
+    measures = []
+    for s in strings:
+        for part in str(s).split():
+            try:
+                m = ir_measures.parse_measure(part)
+            except NameError:
+                names = ", ".join(m.NAME for m in ALL)
+                raise ValueError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
+                                 f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
+            try:
+                m.validate_params()
+            except (ValueError, AssertionError) as e:
+                raise ValueError(f"invalid measure {part!r}: {e}") from None
+            if m not in measures:
+                measures.append(m)
+    return measures
+
+
 NDCG_lin = _NDCG_lin()
 NDCG_exp = _NDCG_exp()
 HitRate = _HitRate_query()
@@ -244,4 +267,4 @@ def register() -> None:
 
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
-           "PluginMeasure", "ALL", "register"]
+           "PluginMeasure", "ALL", "register", "parse_measures"]

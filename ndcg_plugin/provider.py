@@ -7,7 +7,7 @@ ids), ``RR`` and ``Success``.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import ir_measures
 from ir_measures import Metric
@@ -44,7 +44,7 @@ class NdcgPluginProvider(Provider):
             return True
         return super().supports(measure)
 
-    def _evaluator(self, measures: Iterable, qrels) -> "NdcgPluginEvaluator":
+    def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
         measures = list(measures)
         specs = {m: engine.spec_of(m) for m in measures}
         table = io.read(qrels, "qrels", duplicates=self.duplicates)
@@ -73,7 +73,7 @@ class NdcgPluginEvaluator(Evaluator):
         columns = []
         for measure, vals in per_measure.items():
             if vals.hits is not None:
-                col = [ItemValue(h, r) for h, r in zip(vals.hits.tolist(), vals.returned.tolist())]
+                col = [ItemValue(h, r) for h, r in zip(vals.hits.tolist(), vals.returned.tolist(), strict=True)]
             else:
                 col = vals.values.tolist()
             columns.append((measure, col))

@@ -1,0 +1,108 @@
+"""The public contract of the measures: names, parsing, printing, registration."""
+from __future__ import annotations
+
+import importlib
+import pickle
+
+import ir_measures
+import pytest
+
+import ndcg_plugin
+from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
+from ndcg_plugin.aggregate import ItemValue, MicroAgg
+
+NAMES = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore"]
+
+
+@pytest.mark.parametrize("text", [
+    "NDCG_lin@10", "NDCG_exp@10", "NDCG_lin", "HitRate@5", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10",
+    "MRR_zero(rel=2)@10", "NDCG_exp(ideal='run')@10", "HitRate(rel=2)@10", "NDCG_lin(judged_only=True)@5",
+    "NDCG_exp(gains={1:3,2:9,4:4.5})@10", "NDCG_exp(gains={2:2})@5",
+])
+def test_parse_and_print_round_trip(text):
+    m = ir_measures.parse_measure(text)
+    assert str(m) == text
+    assert ir_measures.parse_measure(str(m)) == m
+
+
+def test_defaults_are_omitted_when_printing():
+    assert str(MRR_zero(rel=1) @ 10) == "MRR_zero@10"
+    assert str(NDCG_exp(ideal="qrels") @ 10) == "NDCG_exp@10"
+    assert str(NDCG_lin(judged_only=False)) == "NDCG_lin"
+
+
+def test_gains_print_and_compare_faithfully():
+    # ir-measures' own printing drops {2:2}, making it equal to {}; the plugin's does not
+    assert str(NDCG_exp(gains={2: 2}) @ 5) == "NDCG_exp(gains={2:2})@5"
+    assert NDCG_exp(gains={2: 2}) @ 5 != NDCG_exp(gains={}) @ 5
+    assert NDCG_exp(gains={2: 2}) @ 5 != NDCG_exp @ 5
+    assert str(ir_measures.nDCG(gains={2: 2}) @ 5) == "nDCG(gains={})@5"  # the quirk, for the record
+
+
+def test_objects_importable_and_usable_with_at():
+    from ndcg_plugin import NDCG_exp as imported
+    assert (imported @ 10)["cutoff"] == 10
+    assert [m.NAME for m in (NDCG_lin, NDCG_exp, HitRate, HitRate_item, MRR_zero, MRR_ignore)] == NAMES
+
+
+def test_registered_with_ir_measures():
+    for name in NAMES:
+        assert name in ir_measures.measures.registry
+    assert "ndcg_plugin" in ir_measures.providers.registry
+    assert ir_measures.providers.registry["ndcg_plugin"] in ir_measures.DefaultPipeline.providers
+    # ir-measures 0.4.3 has parse_measure only; ndcg_plugin.parse_measures parses several at once
+    assert ndcg_plugin.parse_measures(["NDCG_exp@10 nDCG@10", "AP", "NDCG_exp@10"]) == [
+        NDCG_exp @ 10, ir_measures.nDCG @ 10, ir_measures.AP]
+
+
+def test_register_is_idempotent():
+    n_providers = len(ir_measures.DefaultPipeline.providers)
+    ndcg_plugin.register()
+    ndcg_plugin.register()
+    importlib.reload(ndcg_plugin)
+    assert len(ir_measures.DefaultPipeline.providers) == n_providers
+    assert sum(getattr(p, "NAME", "") == "ndcg_plugin" for p in ir_measures.DefaultPipeline.providers) == 1
+    assert ir_measures.parse_measure("NDCG_lin@3") == NDCG_lin @ 3
+
+
+def test_registering_over_a_foreign_measure_is_refused(monkeypatch):
+    monkeypatch.setitem(ir_measures.measures.registry, "HitRate", ir_measures.Success)
+    with pytest.raises(RuntimeError, match="already has a measure"):
+        ndcg_plugin.register()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("HitRate", "needs a cutoff"),
+    ("MRR_zero", "needs a cutoff"),
+    ("HitRate@0", "positive integer"),
+    (NDCG_lin @ -3, "positive integer"),
+    ("HitRate(foo=1)@3", "unknown parameter.*valid parameters: cutoff"),
+    ("NDCG_lin(ideal='best')@3", "ideal must be one of"),
+    ("MRR_zero(rel=0)@3", "rel must be >= 1"),
+    ("MRR_zero(rel='2')@3", "rel must be of type int"),
+    (NDCG_exp(gains={-1: 2}) @ 3, "gains keys"),
+    ("NDCG_exp(gains={1:'x'})@3", "gains values"),
+])
+def test_bad_parameters_are_clear_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        (ir_measures.parse_measure(text) if isinstance(text, str) else text).validate_params()
+
+
+def test_docstrings_state_the_formulas():
+    assert "2^rel - 1" in NDCG_exp.__doc__ and "log2(r + 1)" in NDCG_lin.__doc__
+    assert "sum_q hits_k(q) / sum_q min(k, n_q)" in HitRate_item.__doc__
+    assert "no value" in MRR_ignore.__doc__
+    for m in (NDCG_lin, NDCG_exp, HitRate, HitRate_item, MRR_zero, MRR_ignore):
+        assert all(p.desc for p in m.SUPPORTED_PARAMS.values())
+
+
+def test_item_value_pickles_and_aggregates():
+    v = pickle.loads(pickle.dumps(ItemValue(2, 4)))
+    assert (float(v), v.hits, v.returned) == (0.5, 2, 4)
+    agg = MicroAgg()
+    agg.add(ItemValue(1, 2))
+    agg.add(ItemValue(0, 0))
+    agg.add(ItemValue(3, 3))
+    assert agg.result() == 4 / 5
+    with pytest.raises(TypeError, match="micro average"):
+        agg.add(0.5)
