@@ -125,11 +125,13 @@ def _parse_lines(text: str, source: str, kind: Kind, run_format: str) -> pd.Data
     if not lines:
         raise InputError(source, None, f"no {kind} lines found: the input is empty")
     col = VALUE_COLUMN[kind]
-    raw = np.array(vals, dtype=object)
-    values = _to_numbers(raw, source, np.array(lines), kind, integer=(kind == "qrels" or fmt == "msmarco"))
+    line_numbers = np.array(lines)
+    values = _to_numbers(np.array(vals, dtype=object), source, line_numbers, kind,
+                         integer=(kind == "qrels" or fmt == "msmarco"))
     if kind == "run" and fmt == "msmarco":
         values = -values.astype(np.float64)  # rank 1 is best: higher score is better
-    return pd.DataFrame({"query_id": qids, "doc_id": dids, col: values, "line": lines})
+    values = _check_values(values, source, kind, line_numbers)
+    return pd.DataFrame({"query_id": qids, "doc_id": dids, col: values, "line": line_numbers})
 
 
 def _to_numbers(raw: np.ndarray, source: str, lines: np.ndarray, kind: Kind, integer: bool) -> np.ndarray:

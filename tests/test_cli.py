@@ -1,0 +1,114 @@
+"""The command line: output layout, exit statuses, error messages without tracebacks."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ndcg_plugin.cli import main
+from ndcg_plugin.crosscheck import Row
+
+from .conftest import EXAMPLES, shared_file
+
+DATA = Path(__file__).parent / "data"
+SIX = ["NDCG_lin@5", "NDCG_exp@5", "HitRate@3", "HitRate_item@3", "MRR_zero@3", "MRR_ignore@3"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONWARNINGS": "default"})
+
+
+def test_readme_example_prints_all_six_measures():
+    proc = run_cli("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), *SIX)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == SIX
+    values = {line.split("\t")[0]: float(line.split("\t")[1]) for line in lines}
+    # q5 has no relevant doc retrieved; q1..q4 have a relevant doc at rank 1, 1, 1, 2
+    assert values["MRR_zero@3"] == pytest.approx((1 + 1 + 1 + 0.5 + 0) / 5, abs=5e-5)
+    assert values["MRR_ignore@3"] == pytest.approx((1 + 1 + 1 + 0.5) / 4, abs=5e-5)
+
+
+def test_by_query_output_omits_mrr_ignore_without_value_then_prints_all(capsys):
+    assert main(["eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "MRR_ignore@3", "-q"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["q1", "q2", "q3", "q4", "all"]  # q5 has no value
+    assert lines[-1] == "all\tMRR_ignore@3\t0.8750"
+
+
+def test_no_summary_and_jsonl(capsys):
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate@1", "-q", "-n", "-o", "jsonl"]) == 0
+    recs = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
+    assert recs == [{"query_id": "q1", "measure": "HitRate@1", "value": 0.0},
+                    {"query_id": "q2", "measure": "HitRate@1", "value": 1.0}]
+
+
+def test_places_and_builtin_measures(capsys):
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "NDCG_lin@2 nDCG@2", "-p", "6"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    # q1: DCG = 0 + 2/log2 3, IDCG = 2 -> 1/log2 3 = 0.630930; q2: 1
+    expected = f"{(1 / math.log2(3) + 1) / 2:.6f}"
+    assert out == [f"NDCG_lin@2\t{expected}", f"nDCG@2\t{expected}"]
+
+
+def test_provider_option(capsys):
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "nDCG(dcg='exp-log2')@2",
+                 "--provider", "ndcg_plugin"]) == 0
+    assert capsys.readouterr().out.startswith("nDCG(dcg='exp-log2')@2\t")
+
+
+def test_msmarco_run_and_stdin():
+    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", str(DATA / "tiny.qrels"), "-", "MRR_zero@10"],
+                          input=(DATA / "tiny.msmarco.tsv").read_text(), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "MRR_zero@10\t0.7500\n"  # q1: relevant d1 at rank 2; q2: rank 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["eval", "nope.qrels", str(DATA / "tiny.run"), "NDCG_lin@5"], "nope.qrels: file not found"),
+    (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "Nope@5"], "unknown measure 'Nope@5'"),
+    (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate"], "needs a cutoff"),
+    (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate(x=1)@2"], "valid parameters"),
+    (["eval", str(DATA / "tiny.run"), str(DATA / "tiny.run"), "HitRate@2"], "tiny.run:1: expected 4 columns"),
+    (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate@2", "-n"], "only makes sense with -q"),
+])
+def test_errors_exit_2_with_one_message_and_no_traceback(args, message):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_measures_subcommand_lists_parameters(capsys):
+    assert main(["measures"]) == 0
+    out = capsys.readouterr().out
+    for name in ("NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore"):
+        assert f"{name}: " in out
+    assert "ideal (default 'qrels')" in out and "rel (default 1)" in out
+
+
+def test_crosscheck_exit_status_1_on_a_mismatch(monkeypatch, capsys):
+    import ndcg_plugin.cli as cli
+    monkeypatch.setattr(cli, "run_crosscheck", lambda *a, **k: [Row("NDCG_lin@10", 0.5, 0.4, 0.1, "MISMATCH")])
+    assert main(["crosscheck", str(DATA / "tiny.qrels"), str(DATA / "tiny.run")]) == 1
+    out, err = capsys.readouterr()
+    assert "MISMATCH" in out and "1 of 1 measures differ" in err
+
+
+def test_crosscheck_with_a_trec_eval_binary():
+    binary = os.environ.get("NDCG_PLUGIN_TREC_EVAL")
+    if not binary:
+        pytest.skip("set NDCG_PLUGIN_TREC_EVAL to a trec_eval binary to cross-check against it")
+    qrels, run = shared_file("trec_eval", "qrels.rel_level"), shared_file("trec_eval", "results.test")
+    proc = run_cli("crosscheck", str(qrels), str(run), "--trec-eval", binary,
+                   "-m", "NDCG_lin@10", "NDCG_exp@10", "HitRate(rel=2)@10", "HitRate_item@10", "MRR_zero@10",
+                   "MRR_ignore(rel=2)@10")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("match") == 6

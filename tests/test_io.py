@@ -1,0 +1,106 @@
+"""The one reader: the same tiny data in several forms gives the same table; bad input gives
+an InputError naming the source, the line and what was expected."""
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import ir_measures
+import pandas as pd
+import pytest
+
+from ndcg_plugin import InputError, read
+
+DATA = Path(__file__).parent / "data"
+EXPECTED_RUN = {("q1", "d2"): 3.5, ("q1", "d1"): 1.5, ("q2", "d3"): 0.5}
+
+
+def as_dict(table, col="score"):
+    return {(q, d): v for q, d, v in zip(table["query_id"], table["doc_id"], table[col], strict=True)}
+
+
+@pytest.mark.parametrize("source", [
+    DATA / "tiny.run", str(DATA / "tiny.run"), DATA / "tiny.run.gz", DATA / "tiny.wide.run",
+    (DATA / "tiny.run").read_text(),
+    pd.read_csv(DATA / "tiny.run.csv"),
+    {"q1": {"d2": 3.5, "d1": 1.5}, "q2": {"d3": 0.5}},
+    list(ir_measures.read_trec_run(str(DATA / "tiny.run"))),
+], ids=["path", "str", "gzip", "extra-columns", "text", "dataframe", "dict", "namedtuples"])
+def test_every_run_form_reads_the_same(source):
+    assert as_dict(read(source, "run")) == EXPECTED_RUN
+
+
+def test_msmarco_run_ranks_become_scores():
+    table = read(DATA / "tiny.msmarco.tsv", "run")
+    scores = as_dict(table)
+    assert scores[("q1", "d2")] > scores[("q1", "d1")]  # rank 1 above rank 2
+    forced = read(DATA / "tiny.msmarco.tsv", "run", run_format="msmarco")
+    assert as_dict(forced) == scores
+
+
+def test_qrels_forms():
+    expected = {("q1", "d1"): 2, ("q1", "d2"): 0, ("q2", "d3"): 1}
+    assert as_dict(read(DATA / "tiny.qrels", "qrels"), "relevance") == expected
+    assert as_dict(read(ir_measures.read_trec_qrels(str(DATA / "tiny.qrels")), "qrels"), "relevance") == expected
+
+
+def test_stdin(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO((DATA / "tiny.run").read_bytes())))
+    assert as_dict(read("-", "run")) == EXPECTED_RUN
+
+
+def test_gzip_detected_by_content_not_name(tmp_path):
+    p = tmp_path / "run.txt"
+    p.write_bytes(gzip.compress((DATA / "tiny.run").read_bytes()))
+    assert as_dict(read(p, "run")) == EXPECTED_RUN
+
+
+def test_ids_are_strings_never_coerced():
+    table = read("001 0 7 1\n1 0 07 1\n", "qrels")
+    assert list(table["query_id"]) == ["001", "1"] and list(table["doc_id"]) == ["7", "07"]
+
+
+@pytest.mark.parametrize("text,kind,line,message", [
+    ("q 0 a\n", "qrels", 1, "expected 4 columns"),
+    ("q 0 a 1\nq 0 b x\n", "qrels", 2, "expected an integer relevance label, got 'x'"),
+    ("q Q0 a 1 1.0\n", "run", 1, "expected 6 columns"),
+    ("q Q0 a 1 1.0 t\nq Q0 b 2 high t\n", "run", 2, "expected a numeric score, got 'high'"),
+    ("q Q0 a 1 nan t\n", "run", 1, "finite number"),
+])
+def test_bad_lines_name_the_line_and_what_was_expected(tmp_path, text, kind, line, message):
+    p = tmp_path / "input.txt"
+    p.write_text(text)
+    with pytest.raises(InputError, match=message) as e:
+        read(p, kind)
+    assert e.value.line == line and e.value.source == str(p)
+    assert f"{p}:{line}:" in str(e.value)
+
+
+def test_empty_missing_and_fake_gzip_files(tmp_path):
+    empty = tmp_path / "empty.run"
+    empty.write_text("\n")
+    with pytest.raises(InputError, match="empty"):
+        read(empty, "run")
+    with pytest.raises(InputError, match="file not found"):
+        read(tmp_path / "nope.run", "run")
+    fake = tmp_path / "fake.run.gz"
+    fake.write_text("q Q0 a 1 1.0 t\n")
+    with pytest.raises(InputError, match="not gzip"):
+        read(fake, "run")
+
+
+def test_dataframe_missing_columns_and_missing_values():
+    with pytest.raises(InputError, match=r"missing columns \['score'\]"):
+        read(pd.DataFrame({"query_id": ["q"], "doc_id": ["a"]}), "run")
+    with pytest.raises(InputError, match="missing value in column doc_id"):
+        read(pd.DataFrame({"query_id": ["q"], "doc_id": [None], "score": [1.0]}), "run")
+    with pytest.raises(InputError, match="relevance must be an integer"):
+        read(pd.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1.5]}), "qrels")
+
+
+def test_unsupported_input_type():
+    with pytest.raises(InputError, match="unsupported run input of type int"):
+        read(42, "run")
+    with pytest.raises(InputError, match="file path"):
+        read(iter("abc"), "run")

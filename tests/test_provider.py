@@ -1,0 +1,115 @@
+"""ir-measures integration: every entry point, every input form, mixed with built-in measures."""
+from __future__ import annotations
+
+import math
+
+import ir_measures
+import pandas as pd
+import pytest
+
+import ndcg_plugin
+from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
+
+from .conftest import shared_file
+
+MIXED = [NDCG_exp @ 10, HitRate_item @ 10, MRR_ignore @ 10, ir_measures.nDCG @ 10, ir_measures.AP]
+
+
+def suite():
+    return shared_file("trec_eval", "qrels.rel_level"), shared_file("trec_eval", "results.test")
+
+
+def test_calc_aggregate_with_dataframes_and_read_trec_iterators_agrees_with_crosscheck():
+    qrels_path, run_path = suite()
+    as_iter = ir_measures.calc_aggregate(MIXED, ir_measures.read_trec_qrels(str(qrels_path)),
+                                         ir_measures.read_trec_run(str(run_path)))
+    qrels_df = pd.DataFrame(ir_measures.read_trec_qrels(str(qrels_path)))
+    run_df = pd.DataFrame(ir_measures.read_trec_run(str(run_path)))
+    as_df = ir_measures.calc_aggregate(MIXED, qrels_df, run_df)
+    assert as_iter == as_df
+    rows = {r.measure: r for r in ndcg_plugin.crosscheck(qrels_df, run_df, MIXED[:3])}
+    for m in MIXED[:3]:
+        assert rows[str(m)].verdict == "match"
+        assert as_df[m] == pytest.approx(rows[str(m)].trec_eval, abs=1e-12)
+    # nDCG@10 (pytrec_eval) is NDCG_lin@10
+    lin = ir_measures.calc_aggregate([NDCG_lin @ 10], qrels_df, run_df)[NDCG_lin @ 10]
+    assert as_df[ir_measures.nDCG @ 10] == pytest.approx(lin, abs=1e-12)
+
+
+def test_single_pass_iterators_are_read_once():
+    qrels_path, run_path = suite()
+    gen_q = (q for q in ir_measures.read_trec_qrels(str(qrels_path)))
+    gen_r = (r for r in ir_measures.read_trec_run(str(run_path)))
+    res = ir_measures.calc_aggregate(MIXED, gen_q, gen_r)
+    expected = ir_measures.calc_aggregate(MIXED, list(ir_measures.read_trec_qrels(str(qrels_path))),
+                                          list(ir_measures.read_trec_run(str(run_path))))
+    assert res == expected
+
+
+def test_evaluator_is_reusable_on_several_runs():
+    qrels = {"q1": {"a": 1, "b": 2}, "q2": {"c": 1}}
+    run1 = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
+    run2 = {"q1": {"x": 2.0, "b": 1.0}, "q2": {"y": 1.0}}
+    ev = ir_measures.evaluator([NDCG_lin @ 1, HitRate_item @ 2, MRR_zero @ 1, ir_measures.P @ 1], qrels)
+    first = ev.calc_aggregate(run1)
+    second = ev.calc_aggregate(run2)
+    assert ev.calc_aggregate(run1) == first
+    assert first[MRR_zero @ 1] == 1.0 and second[MRR_zero @ 1] == 0.0
+    assert second[HitRate_item @ 2] == pytest.approx(1 / 3)  # q1: 1 hit of 2; q2: 0 of 1
+    assert first[NDCG_lin @ 1] == pytest.approx((1 / 2 + 1) / 2)  # q1: gain 1 vs ideal 2
+
+
+def test_iter_calc_yields_every_qrels_query_with_nan_for_mrr_ignore():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    run = {"q1": {"a": 1.0}, "q2": {"x": 1.0}}
+    metrics = ir_measures.iter_calc([MRR_ignore @ 5, ir_measures.RR], qrels, run)
+    got = {(m.query_id, str(m.measure)): m.value for m in metrics}
+    assert got[("q1", "MRR_ignore@5")] == 1.0
+    assert math.isnan(got[("q2", "MRR_ignore@5")]) and math.isnan(got[("q3", "MRR_ignore@5")])
+    assert {q for q, _ in got} == {"q1", "q2", "q3"}
+
+
+def test_calc_returns_aggregate_and_per_query():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    run = {"q1": {"a": 1.0, "z": 0.5}, "q2": {"x": 1.0}}
+    res = ir_measures.calc([HitRate_item @ 2, HitRate @ 2], qrels, run)
+    assert res.aggregated[HitRate_item @ 2] == pytest.approx(1 / 3)
+    assert res.aggregated[HitRate @ 2] == 0.5
+    assert len(res.per_query) == 4
+    assert NDCG_lin.calc_aggregate(qrels, run) == 0.5
+
+
+def test_integer_query_ids_in_a_dataframe_become_strings():
+    qrels = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "b"], "relevance": [1, 1]})
+    run = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "x"], "score": [1.0, 1.0]})
+    res = list(ir_measures.iter_calc([HitRate @ 1], qrels, run))
+    assert sorted((m.query_id, m.value) for m in res) == [("1", 1.0), ("2", 0.0)]
+
+
+def test_float_ids_are_refused_with_a_clear_message():
+    qrels = pd.DataFrame({"query_id": [1.0], "doc_id": ["a"], "relevance": [1]})
+    with pytest.raises(ndcg_plugin.InputError, match="query_id values are floats"):
+        ir_measures.calc_aggregate([HitRate @ 1], qrels, {"1": {"a": 1.0}})
+
+
+def test_provider_by_name_serves_builtin_exp_ndcg_for_any_query_ids():
+    qrels = {"topic-a": {"d1": 3, "d2": 1}, "topic-b": {"d3": 2}}
+    run = {"topic-a": {"d2": 2.0, "d1": 1.0}, "topic-b": {"d3": 1.0, "d4": 3.0}}
+    provider = ir_measures.providers.registry["ndcg_plugin"]
+    exp = ir_measures.nDCG(dcg="exp-log2") @ 10
+    got = {m.query_id: m.value for m in provider.iter_calc([exp], qrels, run)}
+    # topic-a: DCG = 1/1 + 7/log2 3; IDCG = 7 + 1/log2 3.  topic-b: DCG = 3/log2 3; IDCG = 3
+    assert got["topic-a"] == pytest.approx((1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3)))
+    assert got["topic-b"] == pytest.approx(1 / math.log2(3))
+    assert provider.calc_aggregate([exp, ir_measures.RR @ 1, ir_measures.Success @ 1], qrels, run)[exp] == \
+        pytest.approx(ir_measures.calc_aggregate([NDCG_exp @ 10], qrels, run)[NDCG_exp @ 10])
+
+
+def test_plugin_measures_mixed_with_builtins_through_default_pipeline():
+    qrels = {"q1": {"a": 2, "b": 1}, "q2": {"c": 1}}
+    run = {"q1": {"a": 1.0, "b": 2.0}, "q2": {"c": 1.0}}
+    res = ir_measures.calc_aggregate([NDCG_lin @ 2, ir_measures.nDCG @ 2, MRR_zero(rel=2) @ 2, ir_measures.RR(rel=2),
+                                      HitRate(rel=2) @ 1, ir_measures.Success(rel=2) @ 1], qrels, run)
+    assert res[NDCG_lin @ 2] == pytest.approx(res[ir_measures.nDCG @ 2])
+    assert res[MRR_zero(rel=2) @ 2] == pytest.approx(res[ir_measures.RR(rel=2)])
+    assert res[HitRate(rel=2) @ 1] == res[ir_measures.Success(rel=2) @ 1]
