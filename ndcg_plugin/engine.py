@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
 from .measures import PluginMeasure
@@ -83,7 +85,7 @@ class QrelsIndex:
         self.query_index = pd.Index(self.qids)
         self.q = self.query_index.get_indexer(qids).astype(np.int64)
         doc_codes, doc_uniques = pd.factorize(qrels["doc_id"].to_numpy(dtype=object))
-        self.doc_index = pd.Index(doc_uniques)
+        self.doc_values = pa.array(np.asarray(doc_uniques, dtype=object), type=pa.string())
         self.ndocs = max(len(doc_uniques), 1)
         keys = self.q * self.ndocs + doc_codes
         order = np.argsort(keys, kind="stable")
@@ -144,64 +146,124 @@ def _ideal_dcg(q: np.ndarray, gain: np.ndarray, cutoff: int | None, nq: int) -> 
 
 @dataclass
 class RankedRun:
-    """A run ranked within each query: arrays in rank order."""
-    q: np.ndarray        # qrels query code per row
-    rank: np.ndarray     # 0-based rank within the query
-    rel: np.ndarray      # relevance label (0 where unjudged)
-    judged: np.ndarray   # bool
+    """The top of a run, ranked within each query. Row arrays (``q``, ``rank``, ``rel``,
+    ``judged``) hold the rows ranked above ``depth`` (all rows when depth is None), in rank
+    order; ``returned`` counts every row per query; ``pool_q``/``pool_rel`` are every judged
+    row (for an ideal ranking built from the run)."""
+    q: np.ndarray
+    rank: np.ndarray
+    rel: np.ndarray
+    judged: np.ndarray
+    returned: np.ndarray
+    pool_q: np.ndarray
+    pool_rel: np.ndarray
     nq: int
 
-    def returned(self) -> np.ndarray:
-        return np.bincount(self.q, minlength=self.nq)
+
+@dataclass
+class _Rows:
+    """The run's rows for qrels queries, joined with relevance, before ranking."""
+    group: np.ndarray   # query code in order of appearance in the run
+    q: np.ndarray       # qrels query code
+    score: np.ndarray
+    docs: np.ndarray    # doc ids, only read to break ties
+    rel: np.ndarray
+    judged: np.ndarray
+
+    def subset(self, mask: np.ndarray) -> _Rows:
+        return _Rows(self.group[mask], self.q[mask], self.score[mask], self.docs[mask], self.rel[mask],
+                     self.judged[mask])
 
 
-def rank_run(index: QrelsIndex, run: pd.DataFrame) -> RankedRun:
-    """Order the run (score desc, doc id desc) within each qrels query and join relevance."""
-    q = index.query_index.get_indexer(run["query_id"].to_numpy(dtype=object))
+def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
+    """Map run queries to qrels codes (dropping the others) and look each doc up in the qrels,
+    with hash probes into the (small) qrels rather than hashing the whole run."""
+    group, q_uniques = pd.factorize(run["query_id"])
+    q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
+    q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     keep = q >= 0  # run queries absent from the qrels are ignored
-    if not keep.all():
-        run = run[keep]
-        q = q[keep]
-    q = q.astype(np.int64)
+    docs = run["doc_id"].array
     score = run["score"].to_numpy(dtype=np.float64)
-    docs = run["doc_id"].to_numpy(dtype=object)
+    if not keep.all():
+        group, q, score, docs = group[keep], q[keep], score[keep], docs[keep]
+    q = q.astype(np.int64)
+    doc_codes = pc.index_in(pa.array(docs, type=pa.string()), value_set=index.doc_values)
+    dcode = doc_codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     n = len(q)
-    group, _ = pd.factorize(q)  # groups numbered in order of appearance
-    if n > 1 and np.all(group[1:] >= group[:-1]) and np.all(
-            (group[1:] != group[:-1]) | (score[1:] <= score[:-1])):
-        order = np.arange(n)  # already grouped and sorted by score descending
+    judged = np.zeros(n, dtype=bool)
+    rel = np.zeros(n, dtype=np.int64)
+    cand = np.flatnonzero(dcode >= 0)
+    if len(cand) and len(index.keys):
+        keys = q[cand] * index.ndocs + dcode[cand]
+        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
+        hit = index.keys[pos] == keys
+        judged[cand[hit]] = True
+        rel[cand[hit]] = index.rel[pos[hit]]
+    return _Rows(group.astype(np.int64), q, score, np.asarray(docs, dtype=object), rel, judged)
+
+
+def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None) -> np.ndarray | None:
+    """Indices of the rows that can rank above ``depth`` in their query (every row whose score
+    is at least the query's depth-th highest, so ties at the boundary stay in), or None for all.
+    A run grouped by query goes into a (queries x longest list) matrix for np.partition;
+    otherwise one numeric sort finds the thresholds."""
+    n = len(group)
+    if depth is None or n == 0:
+        return None
+    sizes = np.bincount(group)
+    if sizes.max() <= depth:
+        return None
+    if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
+        starts = np.cumsum(sizes) - sizes
+        matrix = np.full((len(sizes), int(sizes.max())), np.inf)
+        matrix[group, np.arange(n) - starts[group]] = -score
+        kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
+    else:
+        order = np.lexsort((-score, group))
+        gs = group[order]
+        at = _group_ranks(gs) == depth - 1
+        kth = np.full(len(sizes), -np.inf)
+        kth[gs[at]] = score[order][at]
+    return np.flatnonzero(score >= kth[group])
+
+
+def _order(group: np.ndarray, score: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """trec_eval's order within each query: score descending, then doc id descending (string
+    order). Strings are compared only among rows whose scores tie."""
+    n = len(group)
+    if n > 1 and np.all(group[1:] >= group[:-1]) and np.all((group[1:] != group[:-1]) | (score[1:] <= score[:-1])):
+        order = np.arange(n)  # already grouped and sorted by score descending (the usual run file)
     else:
         order = np.lexsort((-score, group))
     gs, ss = group[order], score[order]
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        doc_rank, _ = pd.factorize(docs[order[rows]], sort=True)  # string order
-        sub = np.lexsort((-doc_rank, -ss[rows], gs[rows]))
-        order[rows] = order[rows][sub]
-    q = q[order]
-    dcode = index.doc_index.get_indexer(docs[order])
-    keys = q * index.ndocs + dcode
-    pos = np.searchsorted(index.keys, keys)
-    pos = np.minimum(pos, max(len(index.keys) - 1, 0))
-    judged = (dcode >= 0) & (index.keys[pos] == keys) if len(index.keys) else np.zeros(n, dtype=bool)
-    rel = np.where(judged, index.rel[pos] if len(index.keys) else 0, 0).astype(np.int64)
-    return RankedRun(q=q, rank=_group_ranks(gs), rel=rel, judged=judged, nq=index.nq)
+        doc_rank, _ = pd.factorize(docs[order[rows]], sort=True)  # codes follow string order
+        order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
+    return order
+
+
+def _rank(rows: _Rows, depth: int | None, nq: int) -> RankedRun:
+    returned = np.bincount(rows.q, minlength=nq)
+    pool = rows.judged
+    top = _candidates(rows.group, rows.score, depth)
+    cand = rows if top is None else rows.subset(top)
+    order = _order(cand.group, cand.score, cand.docs)
+    rank = _group_ranks(cand.group[order])
+    if depth is not None:
+        keep = rank < depth
+        order, rank = order[keep], rank[keep]
+    return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
+                     returned=returned, pool_q=rows.q[pool], pool_rel=rows.rel[pool], nq=nq)
 
 
 def _ndcg(index: QrelsIndex, rr: RankedRun, spec: Spec) -> Values:
-    if spec.judged_only:  # as trec_eval -J: drop unjudged docs and negative labels, then rank
-        kept = rr.judged & (rr.rel >= 0)
-        q, rel = rr.q[kept], rr.rel[kept]
-        rank = _group_ranks(q)
-        gain = gain_of(rel, spec)
-    else:
-        q, rank = rr.q, rr.rank
-        gain = np.where(rr.judged, gain_of(rr.rel, spec), 0.0)
-    keep = rank < spec.cutoff if spec.cutoff is not None else np.ones(len(q), dtype=bool)
-    dcg = np.bincount(q[keep], weights=gain[keep] / np.log2(rank[keep] + 2.0), minlength=rr.nq)
+    gain = np.where(rr.judged, gain_of(rr.rel, spec), 0.0)
+    keep = rr.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(rr.q), dtype=bool)
+    dcg = np.bincount(rr.q[keep], weights=gain[keep] / np.log2(rr.rank[keep] + 2.0), minlength=rr.nq)
     if spec.ideal == "run":
-        idcg = _ideal_dcg(q, gain, spec.cutoff, rr.nq)
+        idcg = _ideal_dcg(rr.pool_q, gain_of(rr.pool_rel, spec), spec.cutoff, rr.nq)
     else:
         idcg = index.ideal_dcg(spec)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -219,7 +281,7 @@ def _hitrate(rr: RankedRun, spec: Spec) -> Values:
     hits = np.bincount(rr.q[_relevant_in_k(rr, spec)], minlength=rr.nq).astype(np.float64)
     if spec.variant == "query":
         return Values((hits > 0).astype(np.float64))
-    returned = rr.returned().astype(np.float64)
+    returned = rr.returned.astype(np.float64)
     if spec.cutoff is not None:
         returned = np.minimum(returned, spec.cutoff)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -235,12 +297,20 @@ def _mrr(rr: RankedRun, spec: Spec) -> Values:
 
 
 def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec]) -> dict[Spec, Values]:
-    """Every spec's per-query values, from one ranking of the run."""
-    rr = rank_run(index, run)
+    """Every spec's per-query values. The run is joined once and ranked once per judged_only
+    setting, only as deep as the deepest cutoff asks."""
+    specs = list(dict.fromkeys(specs))
+    rows = _join(index, run)
+    ranked: dict[bool, RankedRun] = {}
+    for judged_only in sorted({s.judged_only for s in specs}):
+        mine = [s for s in specs if s.judged_only == judged_only]
+        depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
+        # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
+        subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
+        ranked[judged_only] = _rank(subset, depth, index.nq)
     out: dict[Spec, Values] = {}
     for spec in specs:
-        if spec in out:
-            continue
+        rr = ranked[spec.judged_only]
         if spec.family == "ndcg":
             out[spec] = _ndcg(index, rr, spec)
         elif spec.family == "hitrate":

@@ -148,32 +148,51 @@ def _to_numbers(raw: np.ndarray, source: str, lines: np.ndarray, kind: Kind, int
     raise InputError(source, None, f"could not read {what}")  # pragma: no cover
 
 
-def _ids(values: Any, source: str, name: str) -> np.ndarray:
-    """Query or doc ids as an object array of str.  Integers become str(int); floats, None and
-    NaN are refused."""
-    arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
-    if arr.dtype.kind in "iu":
-        return arr.astype(str).astype(object)
-    if arr.dtype.kind == "f":
-        raise InputError(source, None, f"{name} values are floats; ids must be strings or integers "
-                         "(convert them explicitly, e.g. df[col].astype('Int64').astype(str))")
-    if arr.dtype.kind in "OUT":
-        out = arr.astype(object)
-        bad = [i for i, v in enumerate(out) if not isinstance(v, str)] if arr.dtype.kind == "O" else []
-        if bad:
-            converted = out.copy()
-            for i in bad:
-                v = converted[i]
-                if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-                    converted[i] = str(v)
-                else:
+def _ids(values: Any, source: str, name: str) -> Any:
+    """Query or doc ids as strings (a pandas string array, kept as given, or an object array).
+    Integers become str(int); floats, booleans, None/NaN and empty strings are refused. Only
+    C-speed checks run on valid input; a Python loop runs only to name an offending row."""
+    if isinstance(values, (pd.Series, pd.Index)):
+        values = values.array
+    if isinstance(getattr(values, "dtype", None), pd.StringDtype):
+        missing = np.flatnonzero(pd.isna(values))
+        if len(missing):
+            raise InputError(source, int(missing[0]), f"missing value in column {name}")
+        arr = values
+    else:
+        if isinstance(values, np.ndarray):
+            arr = values
+        elif hasattr(values, "dtype"):
+            arr = np.asarray(values)
+        else:
+            arr = np.asarray(values, dtype=object)
+        kind = arr.dtype.kind
+        if kind in "iu":
+            return arr.astype(str).astype(object)
+        if kind in "UT":
+            arr = arr.astype(object)
+        elif kind != "O":
+            what = "floats" if kind == "f" else f"of dtype {arr.dtype}"
+            raise InputError(source, None, f"{name} values are {what}; ids must be strings or integers "
+                             "(convert them explicitly, e.g. df[col].astype('Int64').astype(str))")
+        inferred = pd.api.types.infer_dtype(arr, skipna=False)
+        if inferred in ("integer", "mixed-integer"):
+            arr = np.array([v if isinstance(v, str) else _int_id(v, source, i, name) for i, v in enumerate(arr)],
+                           dtype=object)
+        elif inferred not in ("string", "empty"):
+            for i, v in enumerate(arr):
+                if not isinstance(v, str):
                     raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
-            out = converted
-        empty = np.flatnonzero(out == "")
-        if len(empty):
-            raise InputError(source, int(empty[0]), f"empty {name}")
-        return out
-    raise InputError(source, None, f"{name} has unsupported dtype {arr.dtype}")
+    empty = np.flatnonzero(np.asarray(arr == ""))
+    if len(empty):
+        raise InputError(source, int(empty[0]), f"empty {name}")
+    return arr
+
+
+def _int_id(v: Any, source: str, i: int, name: str) -> str:
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(v)
+    raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
 
 
 def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
@@ -255,11 +274,10 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
             table = _empty(kind)
         else:
             for c in ("query_id", "doc_id", col):
-                nulls = np.flatnonzero(pd.isna(data[c].to_numpy()))
+                nulls = np.flatnonzero(data[c].isna().to_numpy())
                 if len(nulls):
                     raise InputError(src, int(nulls[0]), f"missing value in column {c}")
-            table = _from_columns(data["query_id"].to_numpy(), data["doc_id"].to_numpy(),
-                                  data[col].to_numpy(), src, kind)
+            table = _from_columns(data["query_id"], data["doc_id"], data[col].to_numpy(), src, kind)
     elif isinstance(data, dict):
         src = source or f"{kind} dict"
         qids, dids, vals = [], [], []
@@ -312,26 +330,38 @@ def _empty(kind: Kind) -> pd.DataFrame:
                          VALUE_COLUMN[kind]: np.array([], dtype=dtype), "line": np.array([], dtype=np.int64)})
 
 
+def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
+    """Rows whose (query_id, doc_id) pair occurs more than once, or None when all are unique.
+    Ids are factorized once and the pair packed in an int64, so the check is one hash pass."""
+    if len(table) < 2:
+        return None
+    q_codes, q_uniques = pd.factorize(table["query_id"])
+    d_codes, d_uniques = pd.factorize(table["doc_id"])
+    keys = pd.Index(q_codes.astype(np.int64) * max(len(d_uniques), 1) + d_codes)
+    if keys.is_unique:
+        return None
+    return keys.duplicated(keep=False)
+
+
 def resolve_duplicates(table: pd.DataFrame, kind: Kind, policy: str, source: str) -> pd.DataFrame:
     """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs."""
     if policy not in ("error", "first", "max"):
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
-    dup = table.duplicated(["query_id", "doc_id"], keep=False).to_numpy()
-    if not dup.any():
+    dup = duplicate_mask(table)
+    if dup is None:
         return table
+    col = VALUE_COLUMN[kind]
     if policy == "error":
         d = table[dup]
         first = d.iloc[0]
         twin = d[(d["query_id"] == first["query_id"]) & (d["doc_id"] == first["doc_id"])].iloc[1]
         unit = table.attrs.get("unit", "row")
-        col = VALUE_COLUMN[kind]
         raise InputError(
             source, int(twin["line"]),
             f"duplicate (query_id, doc_id) = ({first['query_id']!r}, {first['doc_id']!r}): {unit}s "
             f"{int(first['line'])} and {int(twin['line'])} ({col} {first[col]} and {twin[col]}); "
             f"trec_eval refuses duplicates; pass duplicates='first' or 'max' (CLI --duplicates) to keep one")
     if policy == "max":
-        col = VALUE_COLUMN[kind]
         order = np.lexsort((table["line"].to_numpy(), -table[col].to_numpy().astype(np.float64)))
         kept = table.iloc[order].drop_duplicates(["query_id", "doc_id"], keep="first")
         return kept.sort_values("line", kind="stable").reset_index(drop=True)
