@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
+from .fingerprint import as_arrow_strings
 from .measures import PluginMeasure
 
 
@@ -166,13 +167,16 @@ class _Rows:
     group: np.ndarray   # query code in order of appearance in the run
     q: np.ndarray       # qrels query code
     score: np.ndarray
-    docs: np.ndarray    # doc ids, only read to break ties
+    docs: pa.Array      # doc ids, only read to break ties
     rel: np.ndarray
     judged: np.ndarray
 
-    def subset(self, mask: np.ndarray) -> _Rows:
-        return _Rows(self.group[mask], self.q[mask], self.score[mask], self.docs[mask], self.rel[mask],
-                     self.judged[mask])
+    def subset(self, rows: np.ndarray) -> _Rows:
+        """The rows at these indices (or this boolean mask)."""
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return _Rows(self.group[rows], self.q[rows], self.score[rows], self.docs.take(rows), self.rel[rows],
+                     self.judged[rows])
 
 
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
@@ -182,12 +186,13 @@ def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     keep = q >= 0  # run queries absent from the qrels are ignored
-    docs = run["doc_id"].array
+    docs = as_arrow_strings(run["doc_id"].array)
     score = run["score"].to_numpy(dtype=np.float64)
     if not keep.all():
-        group, q, score, docs = group[keep], q[keep], score[keep], docs[keep]
+        rows = np.flatnonzero(keep)
+        group, q, score, docs = group[rows], q[rows], score[rows], docs.take(rows)
     q = q.astype(np.int64)
-    doc_codes = pc.index_in(pa.array(docs, type=pa.string()), value_set=index.doc_values)
+    doc_codes = pc.index_in(docs, value_set=index.doc_values)
     dcode = doc_codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     n = len(q)
     judged = np.zeros(n, dtype=bool)
@@ -199,7 +204,7 @@ def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
         hit = index.keys[pos] == keys
         judged[cand[hit]] = True
         rel[cand[hit]] = index.rel[pos[hit]]
-    return _Rows(group.astype(np.int64), q, score, np.asarray(docs, dtype=object), rel, judged)
+    return _Rows(group.astype(np.int64), q, score, docs, rel, judged)
 
 
 def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None) -> np.ndarray | None:
@@ -227,7 +232,7 @@ def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None) -> np.n
     return np.flatnonzero(score >= kth[group])
 
 
-def _order(group: np.ndarray, score: np.ndarray, docs: np.ndarray) -> np.ndarray:
+def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
     order). Strings are compared only among rows whose scores tie."""
     n = len(group)
@@ -239,7 +244,8 @@ def _order(group: np.ndarray, score: np.ndarray, docs: np.ndarray) -> np.ndarray
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        doc_rank, _ = pd.factorize(docs[order[rows]], sort=True)  # codes follow string order
+        tied = docs.take(order[rows]).to_numpy(zero_copy_only=False)
+        doc_rank, _ = pd.factorize(tied, sort=True)  # codes follow string (code point = UTF-8 byte) order
         order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
     return order
 

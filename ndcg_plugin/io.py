@@ -30,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .fingerprint import fingerprints
+
 Kind = Literal["qrels", "run"]
 VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
 
@@ -332,15 +334,24 @@ def _empty(kind: Kind) -> pd.DataFrame:
 
 def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     """Rows whose (query_id, doc_id) pair occurs more than once, or None when all are unique.
-    Ids are factorized once and the pair packed in an int64, so the check is one hash pass."""
+    Each pair gets a 64-bit fingerprint (query code mixed with the doc id's byte hash); pairs
+    whose fingerprints are all distinct are distinct, and only rows sharing a fingerprint are
+    compared as strings."""
     if len(table) < 2:
         return None
-    q_codes, q_uniques = pd.factorize(table["query_id"])
-    d_codes, d_uniques = pd.factorize(table["doc_id"])
-    keys = pd.Index(q_codes.astype(np.int64) * max(len(d_uniques), 1) + d_codes)
-    if keys.is_unique:
+    q_codes, _ = pd.factorize(table["query_id"])
+    with np.errstate(over="ignore"):
+        keys = fingerprints(table["doc_id"].array) ^ (q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    index = pd.Index(keys.view(np.int64))
+    if index.is_unique:
         return None
-    return keys.duplicated(keep=False)
+    suspects = np.flatnonzero(index.duplicated(keep=False))
+    exact = table.iloc[suspects].duplicated(["query_id", "doc_id"], keep=False).to_numpy()
+    if not exact.any():
+        return None
+    mask = np.zeros(len(table), dtype=bool)
+    mask[suspects[exact]] = True
+    return mask
 
 
 def resolve_duplicates(table: pd.DataFrame, kind: Kind, policy: str, source: str) -> pd.DataFrame:
