@@ -342,10 +342,11 @@ def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     q_codes, _ = pd.factorize(table["query_id"])
     with np.errstate(over="ignore"):
         keys = fingerprints(table["doc_id"].array) ^ (q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    index = pd.Index(keys.view(np.int64))
-    if index.is_unique:
+    ordered = np.sort(keys)  # a numeric sort is cheaper than a hash table here
+    repeated = ordered[1:] == ordered[:-1]
+    if not repeated.any():
         return None
-    suspects = np.flatnonzero(index.duplicated(keep=False))
+    suspects = np.flatnonzero(np.isin(keys, ordered[1:][repeated]))
     exact = table.iloc[suspects].duplicated(["query_id", "doc_id"], keep=False).to_numpy()
     if not exact.any():
         return None
