@@ -104,3 +104,27 @@ def test_unsupported_input_type():
         read(42, "run")
     with pytest.raises(InputError, match="file path"):
         read(iter("abc"), "run")
+
+
+def test_duplicate_check_confirms_fingerprint_collisions_on_strings(monkeypatch):
+    import numpy as np
+
+    import ndcg_plugin.io as nio
+
+    # every doc gets the same fingerprint: distinct pairs must still pass, real twins still fail
+    monkeypatch.setattr(nio, "fingerprints", lambda values: np.zeros(len(values), dtype=np.uint64))
+    assert len(read("q Q0 a 1 1 t\nq Q0 b 2 1 t\nq Q0 c 3 1 t\n", "run")) == 3
+    with pytest.raises(InputError, match="lines 1 and 3"):
+        read("q Q0 a 1 1 t\nq Q0 b 2 1 t\nq Q0 a 3 1 t\n", "run")
+
+
+def test_fingerprints_equal_for_equal_strings_wherever_stored():
+    import pandas as pd
+
+    from ndcg_plugin.fingerprint import fingerprints
+
+    values = ["a", "", "ab", "ba", "é", "ab", "x" * 100, "a"]
+    f = fingerprints(values)
+    assert f[2] == f[5] and f[0] == f[7] and len(set(f.tolist())) == 6
+    sliced = fingerprints(pd.Series(values, dtype="str").array[2:])
+    assert list(sliced) == list(f[2:])
