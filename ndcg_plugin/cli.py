@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    original_format = warnings.formatwarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
@@ -153,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
     except BrokenPipeError:
         return 0
+    finally:
+        warnings.formatwarning = original_format
     return 2
 
 

@@ -113,6 +113,7 @@ def test_crosscheck_cli_on_the_suite_reports_every_measure_matching(capsys):
     assert all(line.endswith("match") for line in lines), out
 
 
+@pytest.mark.filterwarnings("ignore:.*no query has a value:RuntimeWarning")  # MRR_ignore@1 on results.trunc
 @pytest.mark.parametrize("qrels,run,level", [("qrels.rel_level", "results.test", 2),
                                               ("qrels.test", "results.trunc", 1),
                                               ("qrels.comment.test", "results.comment.test", 1)])
