@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -17,7 +18,8 @@ import ir_measures
 from . import io
 from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
-from .measures import ALL, parse_measures
+from .datasets import DatasetError
+from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
 
 SUMMARY_QID = "all"
 
@@ -49,14 +51,64 @@ def _emit(args, qid: str | None, measure, value: float) -> None:
         print(f"{qid}\t{measure}\t{_format_value(value, args.places)}")
 
 
+class _Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.active = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.active and total:
+            end = "\n" if done >= total else ""
+            print(f"\rreading {self.label}: {100 * done // total:3d}% of {total:,} lines", end=end,
+                  file=sys.stderr, flush=True)
+
+
+def _read_qrels(args) -> tuple:
+    """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id."""
+    if args.qrels == "-" or os.path.exists(args.qrels):
+        return io.read(args.qrels, "qrels", duplicates=args.duplicates), None
+    from . import datasets
+    if datasets.is_dataset_id(args.qrels):
+        return datasets.load_qrels(args.qrels), args.qrels
+    raise io.InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
+
+
+def _plugin_counterparts(measures: list) -> list:
+    """The plugin's measures that compute the same thing as official built-in ones."""
+    out = []
+    for m in measures:
+        cutoff = m.params.get("cutoff")
+        if m.NAME == "RR" and cutoff is not None and not m.params.get("judged_only"):
+            out.append(MRR_zero(rel=m["rel"]) @ cutoff if m["rel"] != 1 else MRR_zero @ cutoff)
+        elif m.NAME == "nDCG" and cutoff is not None and set(m.params) == {"cutoff"}:
+            out.append(NDCG_lin @ cutoff)
+        elif m.NAME == "Success" and not m.params.get("judged_only"):
+            out.append(HitRate(rel=m["rel"]) @ cutoff if m["rel"] != 1 else HitRate @ cutoff)
+    return out
+
+
 def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
     measures = _parse_measures(args.measures)
+    qrels, dataset = _read_qrels(args)
     if not measures:
-        raise UsageError("give at least one measure, e.g. NDCG_exp@10 MRR_zero@10")
-    qrels = io.read(args.qrels, "qrels", duplicates=args.duplicates)
-    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+        if dataset is None:
+            raise UsageError("give at least one measure, e.g. NDCG_exp@10 MRR_zero@10 (only a dataset id "
+                             "has default measures)")
+        from .datasets import official_measures
+        official = _parse_measures(official_measures(dataset))
+        if not official:
+            raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
+        extra = [m for m in _plugin_counterparts(official) if m not in official]
+        measures = official + extra
+        note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
+        print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
+              f"{' '.join(map(str, official))}{note}", file=sys.stderr)
+    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
+                  progress=_Progress(args.run))
     calc = ir_measures.providers.registry[args.provider] if args.provider else ir_measures
     try:
         if args.by_query:
@@ -76,6 +128,34 @@ def cmd_eval(args) -> int:
         if isinstance(e, io.InputError):
             raise
         raise UsageError(str(e)) from None
+    return 0
+
+
+def cmd_datasets_seed(args) -> int:
+    from .datasets import seed
+    for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
+        print(f"{done.kind}: placed {done.path} ({done.check})")
+    return 0
+
+
+def cmd_datasets_info(args) -> int:
+    from .datasets import info
+    data = info(args.dataset)
+    print(f"dataset: {data['dataset']}")
+    print(f"official measures: {' '.join(data['official_measures']) or '(none documented)'}")
+    for kind in ("qrels", "queries"):
+        entry = data[kind]
+        if entry is None:
+            print(f"{kind}: not provided by this dataset")
+            continue
+        state = "present" if entry["present"] else "MISSING (seed with: ndcg-plugin datasets seed " \
+            f"{args.dataset} --{kind} FILE)"
+        print(f"{kind}: {state} at {entry['path']}")
+        if kind == "qrels" and entry["present"]:
+            levels = ", ".join(f"{k}: {v}" for k, v in entry["relevance_levels"].items())
+            print(f"  {entry['judgments']} judgments, {entry['queries']} queries, relevance levels {{{levels}}}")
+        elif entry["present"]:
+            print(f"  {entry['count']} queries")
     return 0
 
 
@@ -109,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp):
-        sp.add_argument("qrels", help="TREC qrels file (plain or .gz)")
+        sp.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
+                        "msmarco-passage/dev/small")
         sp.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
         sp.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
                         help="run file format (default: detected from the first line)")
@@ -120,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="evaluate a run")
     common(e)
-    e.add_argument("measures", nargs="+", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP")
+    e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
+                   "(default with a dataset id: its official measures)")
     e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
     e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
     e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
@@ -137,6 +219,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("measures", help="list the plugin's measures and their parameters")
     m.set_defaults(func=cmd_measures)
+
+    d = sub.add_parser("datasets", help="ir-datasets collections: seed the cache offline, show what is present")
+    dsub = d.add_subparsers(dest="datasets_command", required=True)
+    ds = dsub.add_parser("seed", help="place local qrels/queries files where ir-datasets reads them")
+    ds.add_argument("dataset", help="ir-datasets id, e.g. msmarco-passage/trec-dl-2019/judged")
+    ds.add_argument("--qrels", metavar="FILE", help="the qrels file (plain or gzip)")
+    ds.add_argument("--queries", metavar="FILE", help="the queries file, qid<TAB>text (plain or gzip)")
+    ds.add_argument("--force", action="store_true", help="place the file even if its md5 or counts differ "
+                    "from what ir-datasets records")
+    ds.set_defaults(func=cmd_datasets_seed)
+    di = dsub.add_parser("info", help="official measures and the local state of a dataset's qrels and queries")
+    di.add_argument("dataset", help="ir-datasets id")
+    di.set_defaults(func=cmd_datasets_info)
     return p
 
 
@@ -150,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return args.func(args)
     except io.InputError as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
-    except UsageError as e:
+    except (UsageError, DatasetError) as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
     except BrokenPipeError:
         return 0

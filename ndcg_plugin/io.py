@@ -85,7 +85,7 @@ def _detect_run_format(fields: list[str]) -> str:
     return "msmarco" if len(fields) == 3 else "trec"
 
 
-def _parse_lines(text: str, source: str, kind: Kind, run_format: str) -> pd.DataFrame:
+def _parse_lines(text: str, source: str, kind: Kind, run_format: str, progress=None) -> pd.DataFrame:
     """Parse TREC qrels (``qid iter docid rel``), TREC runs (``qid Q0 docid rank score tag``,
     extra trailing columns allowed as trec_eval allows them) or MS MARCO runs
     (``qid docid rank``: score = -rank)."""
@@ -94,7 +94,11 @@ def _parse_lines(text: str, source: str, kind: Kind, run_format: str) -> pd.Data
     vals: list[str] = []
     lines: list[int] = []
     fmt = run_format
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    all_lines = text.splitlines()
+    total = len(all_lines)
+    for lineno, line in enumerate(all_lines, start=1):
+        if progress is not None and lineno % 500_000 == 0:
+            progress(lineno, total)
         fields = line.split()
         if not fields:
             continue  # blank lines are skipped, as trec_eval does
@@ -124,6 +128,8 @@ def _parse_lines(text: str, source: str, kind: Kind, run_format: str) -> pd.Data
                 dids.append(fields[2])
                 vals.append(fields[4])
         lines.append(lineno)
+    if progress is not None and total >= 500_000:
+        progress(total, total)
     if not lines:
         raise InputError(source, None, f"no {kind} lines found: the input is empty")
     col = VALUE_COLUMN[kind]
@@ -240,13 +246,14 @@ def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
 
 
 def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-         duplicates: str = "error") -> pd.DataFrame:
+         duplicates: str = "error", progress=None) -> pd.DataFrame:
     """Read qrels (``kind="qrels"``) or a run (``kind="run"``) from any accepted form into a
     validated table (see the module docstring).
 
     ``duplicates`` decides what happens to a repeated (query_id, doc_id) pair: ``"error"``
     (default, as trec_eval refuses them; the message names both lines), ``"first"`` (keep the
-    first occurrence) or ``"max"`` (keep the highest score / relevance).
+    first occurrence) or ``"max"`` (keep the highest score / relevance). ``progress``, if
+    given, is called as ``progress(lines_done, lines_total)`` while a large file is parsed.
     """
     if kind not in VALUE_COLUMN:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
@@ -255,7 +262,7 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     col = VALUE_COLUMN[kind]
     if isinstance(data, (str, os.PathLike)) and (isinstance(data, os.PathLike) or "\n" not in data):
         text, src = _open_text(data)
-        table = _parse_lines(text, source or src, kind, run_format)
+        table = _parse_lines(text, source or src, kind, run_format, progress)
         table.attrs["unit"] = "line"
     elif isinstance(data, io.IOBase) or hasattr(data, "read"):
         content = data.read()

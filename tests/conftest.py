@@ -2,7 +2,10 @@
 named by NDCG_PLUGIN_SHARED_DATA). Tests that need it skip, saying why, when it is absent."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,3 +26,27 @@ def shared_file(*parts: str) -> Path:
 @pytest.fixture
 def trec_eval_dir() -> Path:
     return shared_file("trec_eval")
+
+
+# ir-datasets never downloads in tests: every test process (and the CLI subprocesses it starts)
+# sees a temporary IR_DATASETS_HOME seeded here by plain copies of ../shared/data/msmarco-passage,
+# placed where ir-datasets' cache expects them (shared/data/README.md). Set before ir_datasets
+# is imported anywhere, since it reads the variable once.
+SEED_MAP = {
+    "msmarco-passage/dev/small/qrels": "qrels.dev-small.txt",
+    "msmarco-passage/dev/small/queries.tsv": "queries.dev-small.tsv",
+    "msmarco-passage/trec-dl-2019/qrels": "qrels.dl19-passage.txt",
+    "msmarco-passage/trec-dl-2019/queries.tsv": "queries.dl19-passage.tsv",
+}
+IRDS_HOME = Path(tempfile.mkdtemp(prefix="ndcg-plugin-irds-"))
+atexit.register(shutil.rmtree, IRDS_HOME, True)
+for cache_path, name in SEED_MAP.items():
+    src = SHARED / "msmarco-passage" / name
+    if src.exists():
+        (IRDS_HOME / cache_path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, IRDS_HOME / cache_path)
+os.environ["IR_DATASETS_HOME"] = str(IRDS_HOME)
+
+
+def msmarco_file(name: str) -> Path:
+    return shared_file("msmarco-passage", name)

@@ -112,3 +112,28 @@ def test_crosscheck_with_a_trec_eval_binary():
                    "MRR_ignore(rel=2)@10")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("match") == 6
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
+    import io as stdio
+
+    from ndcg_plugin import read
+    from ndcg_plugin.cli import _Progress
+
+    class Tty(stdio.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr("sys.stderr", tty)
+    text = "".join(f"q Q0 d{i} {i} {1.0 / (i + 1)} t\n" for i in range(500_001))
+    read(text, "run")  # text given directly: no progress
+    assert tty.getvalue() == ""
+    bar = _Progress("run.trec")
+    bar(500_000, 1_000_000)
+    bar(1_000_000, 1_000_000)
+    assert "reading run.trec:  50% of 1,000,000 lines" in tty.getvalue() and tty.getvalue().endswith("\n")
+    monkeypatch.setattr("sys.stderr", stdio.StringIO())  # not a terminal: silent
+    quiet = _Progress("run.trec")
+    quiet(1, 2)
+    assert capsys.readouterr().err == ""
