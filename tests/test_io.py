@@ -128,3 +128,11 @@ def test_fingerprints_equal_for_equal_strings_wherever_stored():
     assert f[2] == f[5] and f[0] == f[7] and len(set(f.tolist())) == 6
     sliced = fingerprints(pd.Series(values, dtype="str").array[2:])
     assert list(sliced) == list(f[2:])
+
+
+def test_progress_is_reported_while_reading_a_large_file(tmp_path):
+    path = tmp_path / "big.run"
+    path.write_text("".join(f"q{i % 7} Q0 d{i} {i} {1.0 / (i + 1)} t\n" for i in range(500_001)))
+    calls = []
+    read(path, "run", progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(500_000, 500_001), (500_001, 500_001)]
