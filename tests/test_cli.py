@@ -71,7 +71,8 @@ def test_msmarco_run_and_stdin():
 
 
 @pytest.mark.parametrize("args,message", [
-    (["eval", "nope.qrels", str(DATA / "tiny.run"), "NDCG_lin@5"], "nope.qrels: file not found"),
+    (["eval", "nope.qrels", str(DATA / "tiny.run"), "NDCG_lin@5"], "nope.qrels: no such file, and not"),
+    (["eval", str(DATA / "tiny.qrels"), "nope.run", "NDCG_lin@5"], "nope.run: file not found"),
     (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "Nope@5"], "unknown measure 'Nope@5'"),
     (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate"], "needs a cutoff"),
     (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate(x=1)@2"], "valid parameters"),
