@@ -24,12 +24,14 @@ import gzip
 import io
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from . import fastread
 from .fingerprint import fingerprints
 
 Kind = Literal["qrels", "run"]
@@ -50,8 +52,8 @@ class InputError(ValueError):
         super().__init__(msg)
 
 
-def _open_text(path: str | Path) -> tuple[str, str]:
-    """Return (text, source name).  gzip is detected by its magic bytes, not the extension."""
+def _open_bytes(path: str | Path) -> tuple[bytes, str]:
+    """Return (content, source name); gzip is detected by its magic bytes, not the extension."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
         source = "<stdin>"
@@ -74,11 +76,33 @@ def _open_text(path: str | Path) -> tuple[str, str]:
     elif source.endswith(".gz"):
         raise InputError(source, None, "the name ends in .gz but the content is not gzip; "
                          "rename the file or compress it")
+    return data, source
+
+
+def _decode(data: bytes, source: str) -> str:
     try:
-        text = data.decode("utf-8-sig")  # a leading BOM is dropped
+        return data.decode("utf-8-sig")  # a leading BOM is dropped
     except UnicodeDecodeError as e:
         raise InputError(source, None, f"not valid UTF-8 at byte {e.start}") from None
-    return text, source
+
+
+class _NeedsLineNumbers(Exception):
+    """A table from the columnar path has a problem whose message needs line numbers."""
+
+
+def _read_bytes(data: bytes, source: str, kind: Kind, run_format: str, duplicates: str,
+                progress) -> pd.DataFrame:
+    """Columnar parse first (fastread); the line-by-line parser for anything it declines, and to
+    name the lines of a duplicate it found."""
+    table = fastread.parse(data, kind, run_format, progress)
+    if table is not None:
+        try:
+            return resolve_duplicates(table, kind, duplicates, source)
+        except _NeedsLineNumbers:
+            pass
+    table = _parse_lines(_decode(data, source), source, kind, run_format, progress)
+    table.attrs["unit"] = "line"
+    return resolve_duplicates(table, kind, duplicates, source)
 
 
 def _detect_run_format(fields: list[str]) -> str:
@@ -259,18 +283,42 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
     if run_format not in ("auto", "trec", "msmarco"):
         raise ValueError(f"run_format must be 'auto', 'trec' or 'msmarco', got {run_format!r}")
+    if _is_trusted(data, kind):
+        return data
+    table = _read_any(data, kind, run_format, source, duplicates, progress)
+    _trust(table, kind)
+    return table
+
+
+# Tables this reader returned are not validated again when they come back (the CLI reads a
+# file, then hands the table to ir-measures, which hands it to the provider). A table is
+# recognised by identity, kind and length; a table changed in place should be read again.
+_TRUSTED: dict[int, tuple[weakref.ref, str, int]] = {}
+
+
+def _trust(table: pd.DataFrame, kind: Kind) -> None:
+    key = id(table)
+    _TRUSTED[key] = (weakref.ref(table, lambda _, k=key: _TRUSTED.pop(k, None)), kind, len(table))
+
+
+def _is_trusted(data: Any, kind: Kind) -> bool:
+    entry = _TRUSTED.get(id(data))
+    return entry is not None and entry[0]() is data and entry[1] == kind and entry[2] == len(data)
+
+
+def _read_any(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str,
+              progress) -> pd.DataFrame:
     col = VALUE_COLUMN[kind]
     if isinstance(data, (str, os.PathLike)) and (isinstance(data, os.PathLike) or "\n" not in data):
-        text, src = _open_text(data)
-        table = _parse_lines(text, source or src, kind, run_format, progress)
-        table.attrs["unit"] = "line"
-    elif isinstance(data, io.IOBase) or hasattr(data, "read"):
+        content, src = _open_bytes(data)
+        return _read_bytes(content, source or src, kind, run_format, duplicates, progress)
+    if isinstance(data, io.IOBase) or hasattr(data, "read"):
         content = data.read()
-        if isinstance(content, bytes):
-            content = content.decode("utf-8-sig")
-        table = _parse_lines(content, source or getattr(data, "name", "<stream>"), kind, run_format)
-        table.attrs["unit"] = "line"
-    elif isinstance(data, str):  # the text of a file
+        if isinstance(content, str):
+            content = content.encode("utf-8")
+        return _read_bytes(content, source or getattr(data, "name", "<stream>"), kind, run_format, duplicates,
+                           progress)
+    if isinstance(data, str):  # the text of a file
         table = _parse_lines(data, source or "<text>", kind, run_format)
         table.attrs["unit"] = "line"
     elif isinstance(data, pd.DataFrame):
@@ -370,6 +418,10 @@ def resolve_duplicates(table: pd.DataFrame, kind: Kind, policy: str, source: str
     if dup is None:
         return table
     col = VALUE_COLUMN[kind]
+    if "line" not in table.columns:
+        if policy == "error":
+            raise _NeedsLineNumbers()
+        table = table.assign(line=np.arange(len(table)))
     if policy == "error":
         d = table[dup]
         first = d.iloc[0]

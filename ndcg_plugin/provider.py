@@ -82,15 +82,43 @@ class NdcgPluginEvaluator(Evaluator):
                 yield Metric(query_id=qid, measure=measure, value=col[i])
 
 
+class PipelineView(Provider):
+    """The provider as it sits in ``ir_measures.DefaultPipeline``: first, so that it serves the
+    plugin's measures and the built-in ones whose values it computes exactly as the provider
+    that would otherwise serve them (pytrec_eval): ``nDCG`` with ``dcg='log2'``, ``RR`` without
+    a cutoff and ``Success``. ``nDCG(dcg='exp-log2')`` and ``RR@k`` (gdeval and msmarco
+    providers, which order ties differently) stay with their providers unless the plugin is
+    asked for by name."""
+    NAME = NdcgPluginProvider.NAME
+
+    def __init__(self, provider: NdcgPluginProvider):
+        super().__init__()
+        self.provider = provider
+
+    def supports(self, measure) -> bool:
+        if isinstance(measure, PluginMeasure):
+            return self.provider.supports(measure)
+        if measure.NAME == "nDCG":
+            return measure["dcg"] == "log2" and self.provider.supports(measure)
+        if measure.NAME == "RR":
+            return "cutoff" not in measure.params and self.provider.supports(measure)
+        if measure.NAME == "Success":
+            return self.provider.supports(measure)
+        return False
+
+    def _evaluator(self, measures, qrels):
+        return self.provider._evaluator(measures, qrels)
+
+
 def register() -> NdcgPluginProvider:
-    """Add the provider to ``ir_measures.providers.registry`` and ``ir_measures.DefaultPipeline``
-    (idempotent). It goes last in the pipeline so built-in measures keep their usual providers."""
+    """Add the provider to ``ir_measures.providers.registry`` and, first, to
+    ``ir_measures.DefaultPipeline`` (see :class:`PipelineView`; idempotent)."""
     registry = ir_measures.providers.registry
     provider = registry.get(NdcgPluginProvider.NAME)
-    if not isinstance(provider, NdcgPluginProvider) or type(provider) is not NdcgPluginProvider:
+    if type(provider) is not NdcgPluginProvider:  # absent, or from before a reload
         provider = NdcgPluginProvider()
         registry[provider.NAME] = provider
     pipeline = ir_measures.DefaultPipeline.providers
     pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != provider.NAME]
-    pipeline.append(provider)
+    pipeline.insert(0, PipelineView(provider))
     return provider

@@ -1,0 +1,110 @@
+"""The columnar path of the reader: well-formed qrels and run files parsed by Arrow's CSV reader.
+
+A file takes this path when its first line shows a single delimiter (one tab or one space
+between fields) and the expected number of columns. Anything unusual on any line (another
+column count, a value that is not a number, NaN) makes :func:`parse` return None, and the
+reader falls back to its line-by-line parser, which names the line and what was expected.
+So this path only ever has to be fast, never to explain.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from .fingerprint import as_arrow_strings
+
+# kind/format -> (number of columns, {column index: (name, arrow type)})
+LAYOUTS = {
+    "qrels": (4, {0: ("query_id", pa.string()), 2: ("doc_id", pa.string()), 3: ("relevance", pa.int64())}),
+    "trec": (6, {0: ("query_id", pa.string()), 2: ("doc_id", pa.string()), 4: ("score", pa.float64())}),
+    "msmarco": (3, {0: ("query_id", pa.string()), 1: ("doc_id", pa.string()), 2: ("score", pa.int64())}),
+}
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _first_line(data: bytes) -> bytes:
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end].rstrip(b"\r")
+        if line.strip():
+            return line
+        start = end + 1
+    return b""
+
+
+def _layout(first: bytes, kind: str, run_format: str) -> tuple[str, bytes] | None:
+    """(layout name, delimiter) when the first line is in the simple form, else None."""
+    if first.startswith(b"\xef\xbb\xbf"):
+        first = first[3:]
+    for delim in (b"\t", b" "):
+        fields = first.split(delim)
+        if len(fields) < 3 or any(not f or f != f.strip() for f in fields):
+            continue
+        n = len(fields)
+        if kind == "qrels":
+            name = "qrels"
+        elif run_format == "auto":
+            name = "msmarco" if n == 3 else "trec"
+        else:
+            name = run_format
+        if n == LAYOUTS[name][0]:
+            return name, delim
+    return None
+
+
+def parse(data: bytes, kind: str, run_format: str, progress=None) -> pd.DataFrame | None:
+    """Parse a whole file's bytes; None when the file needs the line-by-line parser."""
+    found = _layout(_first_line(data), kind, run_format)
+    if found is None:
+        return None
+    name, delim = found
+    ncols, wanted = LAYOUTS[name]
+    names = [f"c{i}" for i in range(ncols)]
+
+    def invalid(row):
+        raise _Fallback()
+
+    read_opts = pacsv.ReadOptions(column_names=names, block_size=1 << 24)
+    parse_opts = pacsv.ParseOptions(delimiter=delim.decode(), quote_char=False, escape_char=False,
+                                    ignore_empty_lines=True, invalid_row_handler=invalid)
+    convert_opts = pacsv.ConvertOptions(column_types={f"c{i}": t for i, (_, t) in wanted.items()},
+                                        include_columns=[f"c{i}" for i in wanted], null_values=[],
+                                        strings_can_be_null=False, quoted_strings_can_be_null=False)
+    try:
+        if progress is None:
+            table = pacsv.read_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
+                                   convert_options=convert_opts)
+        else:
+            total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+            reader = pacsv.open_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
+                                    convert_options=convert_opts)
+            batches, done = [], 0
+            for batch in reader:
+                batches.append(batch)
+                done += batch.num_rows
+                progress(min(done, total), total)
+            progress(total, total)
+            table = pa.Table.from_batches(batches, schema=reader.schema)
+    except (_Fallback, pa.ArrowInvalid):
+        return None
+    if table.num_rows == 0:
+        return None
+    columns = {}
+    for i, (col, _) in wanted.items():
+        arr = table.column(f"c{i}")
+        if col in ("query_id", "doc_id"):
+            columns[col] = pd.arrays.ArrowStringArray(as_arrow_strings(arr))
+        else:
+            columns[col] = arr.to_numpy()
+    if name == "msmarco":
+        columns["score"] = -columns["score"].astype(np.float64)  # rank 1 is best
+    elif kind == "run" and not np.isfinite(columns["score"]).all():
+        return None  # NaN / inf: the line-by-line parser names the line
+    return pd.DataFrame(columns)
