@@ -108,7 +108,7 @@ def cmd_eval(args) -> int:
         print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
               f"{' '.join(map(str, official))}{note}", file=sys.stderr)
     run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
-                  progress=_Progress(args.run))
+                  progress=_Progress(args.run) if sys.stderr.isatty() else None)
     calc = ir_measures.providers.registry[args.provider] if args.provider else ir_measures
     try:
         if args.by_query:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
-from .fingerprint import as_arrow_strings
+from .columns import as_arrow_strings, group_codes
 from .measures import PluginMeasure
 
 
@@ -182,7 +182,7 @@ class _Rows:
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     """Map run queries to qrels codes (dropping the others) and look each doc up in the qrels,
     with hash probes into the (small) qrels rather than hashing the whole run."""
-    group, q_uniques = pd.factorize(run["query_id"])
+    group, q_uniques = group_codes(run["query_id"].array)
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     keep = q >= 0  # run queries absent from the qrels are ignored
@@ -207,21 +207,37 @@ def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     return _Rows(group.astype(np.int64), q, score, docs, rel, judged)
 
 
-def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None) -> np.ndarray | None:
+def _is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
+    """True when rows are grouped by query and sorted by score descending within each group
+    (how retrieval toolkits write runs): then positions are ranks up to ties."""
+    if len(group) < 2:
+        return True
+    same = group[1:] == group[:-1]
+    return bool(np.all(group[1:] >= group[:-1]) and np.all(~same | (score[1:] <= score[:-1])))
+
+
+def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: bool) -> np.ndarray | None:
     """Indices of the rows that can rank above ``depth`` in their query (every row whose score
     is at least the query's depth-th highest, so ties at the boundary stay in), or None for all.
-    A run grouped by query goes into a (queries x longest list) matrix for np.partition;
-    otherwise one numeric sort finds the thresholds."""
+    For a ranked run the depth-th score is read off each group; for a run grouped by query,
+    np.partition on a (queries x longest list) matrix finds it; otherwise one numeric sort."""
     n = len(group)
     if depth is None or n == 0:
         return None
     sizes = np.bincount(group)
     if sizes.max() <= depth:
         return None
-    if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
-        starts = np.cumsum(sizes) - sizes
-        matrix = np.full((len(sizes), int(sizes.max())), np.inf)
-        matrix[group, np.arange(n) - starts[group]] = -score
+    starts = np.cumsum(sizes) - sizes
+    if ranked:
+        kth = np.full(len(sizes), -np.inf)
+        deep = sizes >= depth
+        kth[deep] = score[starts[deep] + depth - 1]
+    elif np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
+        if np.all(sizes == sizes[0]):
+            matrix = -score.reshape(len(sizes), int(sizes[0]))
+        else:
+            matrix = np.full((len(sizes), int(sizes.max())), np.inf)
+            matrix[group, np.arange(n) - starts[group]] = -score
         kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
     else:
         order = np.lexsort((-score, group))
@@ -235,9 +251,8 @@ def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None) -> np.n
 def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
     order). Strings are compared only among rows whose scores tie."""
-    n = len(group)
-    if n > 1 and np.all(group[1:] >= group[:-1]) and np.all((group[1:] != group[:-1]) | (score[1:] <= score[:-1])):
-        order = np.arange(n)  # already grouped and sorted by score descending (the usual run file)
+    if _is_ranked(group, score):
+        order = np.arange(len(group))  # already grouped and sorted by score descending
     else:
         order = np.lexsort((-score, group))
     gs, ss = group[order], score[order]
@@ -253,7 +268,7 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
 def _rank(rows: _Rows, depth: int | None, nq: int) -> RankedRun:
     returned = np.bincount(rows.q, minlength=nq)
     pool = rows.judged
-    top = _candidates(rows.group, rows.score, depth)
+    top = _candidates(rows.group, rows.score, depth, _is_ranked(rows.group, rows.score))
     cand = rows if top is None else rows.subset(top)
     order = _order(cand.group, cand.score, cand.docs)
     rank = _group_ranks(cand.group[order])

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .fingerprint import as_arrow_strings
+from .columns import as_arrow_strings
 
 # kind/format -> (number of columns, {column index: (name, arrow type)})
 LAYOUTS = {
@@ -27,7 +27,8 @@ class _Fallback(Exception):
     pass
 
 
-def _first_line(data: bytes) -> bytes:
+def _first_line(data) -> bytes:
+    data = bytes(data[: 1 << 16])  # a first line longer than this is not a simple layout
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
@@ -59,7 +60,7 @@ def _layout(first: bytes, kind: str, run_format: str) -> tuple[str, bytes] | Non
     return None
 
 
-def parse(data: bytes, kind: str, run_format: str, progress=None) -> pd.DataFrame | None:
+def parse(data, kind: str, run_format: str, progress=None) -> pd.DataFrame | None:
     """Parse a whole file's bytes; None when the file needs the line-by-line parser."""
     found = _layout(_first_line(data), kind, run_format)
     if found is None:
@@ -82,7 +83,8 @@ def parse(data: bytes, kind: str, run_format: str, progress=None) -> pd.DataFram
             table = pacsv.read_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
                                    convert_options=convert_opts)
         else:
-            total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+            newlines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+            total = newlines + (0 if bytes(data[-1:]) == b"\n" else 1)
             reader = pacsv.open_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
                                     convert_options=convert_opts)
             batches, done = [], 0

@@ -30,9 +30,10 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from . import fastread
-from .fingerprint import fingerprints
+from .columns import fingerprints, group_codes
 
 Kind = Literal["qrels", "run"]
 VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
@@ -52,8 +53,9 @@ class InputError(ValueError):
         super().__init__(msg)
 
 
-def _open_bytes(path: str | Path) -> tuple[bytes, str]:
-    """Return (content, source name); gzip is detected by its magic bytes, not the extension."""
+def _open_bytes(path: str | Path) -> tuple[bytes | memoryview, str]:
+    """Return (content, source name); gzip is detected by its magic bytes, not the extension.
+    A plain file is memory-mapped rather than copied into memory."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
         source = "<stdin>"
@@ -61,7 +63,13 @@ def _open_bytes(path: str | Path) -> tuple[bytes, str]:
         source = str(path)
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                    data = f.read()  # a pipe or an empty file
+                elif f.read(2) == b"\x1f\x8b":
+                    f.seek(0)
+                    data = f.read()
+                else:  # a plain file: memory-mapped, not copied
+                    data = memoryview(pa.memory_map(str(path), "r").read_buffer())
         except FileNotFoundError:
             raise InputError(source, None, "file not found") from None
         except IsADirectoryError:
@@ -81,7 +89,7 @@ def _open_bytes(path: str | Path) -> tuple[bytes, str]:
 
 def _decode(data: bytes, source: str) -> str:
     try:
-        return data.decode("utf-8-sig")  # a leading BOM is dropped
+        return bytes(data).decode("utf-8-sig")  # a leading BOM is dropped
     except UnicodeDecodeError as e:
         raise InputError(source, None, f"not valid UTF-8 at byte {e.start}") from None
 
@@ -394,7 +402,7 @@ def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     compared as strings."""
     if len(table) < 2:
         return None
-    q_codes, _ = pd.factorize(table["query_id"])
+    q_codes, _ = group_codes(table["query_id"].array)
     with np.errstate(over="ignore"):
         keys = fingerprints(table["doc_id"].array) ^ (q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     ordered = np.sort(keys)  # a numeric sort is cheaper than a hash table here

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 import ir_measures
 from ir_measures import Metric
 from ir_measures import measures as irm
+from ir_measures.measures.base import MeanAgg
 from ir_measures.providers.base import Any, Choices, Evaluator, Provider
 
 from . import engine, io
@@ -66,6 +67,28 @@ class NdcgPluginEvaluator(Evaluator):
                         duplicates=self.provider.duplicates)
         results = engine.compute(self.index, table, self.specs.values())
         return {m: results[s] for m, s in self.specs.items()}
+
+    def iter_calc(self, run) -> Iterator[Metric]:
+        # every (measure, qrels query) pair is yielded by _iter_calc, so ir-measures' filling of
+        # absent pairs (a set of all pairs, hashed through repr) has nothing to do
+        return self._iter_calc(run)
+
+    def calc_aggregate(self, run) -> dict:
+        """Aggregates straight from the per-query arrays, with each measure's own aggregation
+        (mean; micro average for HitRate_item; mean of the values for MRR_ignore)."""
+        out = {}
+        for measure, vals in self.values(run).items():
+            agg = measure.aggregator()
+            if vals.hits is not None:
+                agg.add(ItemValue(float(vals.hits.sum()), float(vals.returned.sum())))
+            elif isinstance(agg, MeanAgg):
+                out[measure] = float(vals.values.mean()) if len(vals.values) else agg.result()
+                continue
+            else:
+                for v in vals.values.tolist():
+                    agg.add(v)
+            out[measure] = agg.result()
+        return out
 
     def _iter_calc(self, run) -> Iterator[Metric]:
         per_measure = self.values(run)

@@ -121,7 +121,7 @@ def test_duplicate_check_confirms_fingerprint_collisions_on_strings(monkeypatch)
 def test_fingerprints_equal_for_equal_strings_wherever_stored():
     import pandas as pd
 
-    from ndcg_plugin.fingerprint import fingerprints
+    from ndcg_plugin.columns import fingerprints
 
     values = ["a", "", "ab", "ba", "é", "ab", "x" * 100, "a"]
     f = fingerprints(values)
