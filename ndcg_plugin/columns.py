@@ -1,19 +1,19 @@
 """Column helpers on Arrow string arrays: contiguous arrays, group codes, fingerprints.
 
 Fingerprints: 64-bit hashes of strings, computed with numpy on an Arrow string array's buffers.
-
-Hashing a million distinct doc ids in a hash table costs more than the rest of an evaluation;
-a polynomial hash over the UTF-8 bytes, vectorized with prefix sums, costs a fraction of that.
-For a string of bytes b_0..b_{m-1} starting at byte offset s of the buffer (mod 2^32, P odd so
-invertible)::
-
-    H = sum_i b_i * P^(s+i) * P^(-s) = sum_i b_i * P^i      (independent of where it is stored)
-
-Fingerprints are only a filter: equal strings always have equal fingerprints, so distinct
-fingerprints prove distinct strings; callers confirm equal fingerprints on the strings.
+Hashing millions of distinct doc ids in a hash table costs more than the rest of an evaluation.
+Instead each string's first 8 and last 8 bytes are read as two 64-bit words (unaligned loads
+through a strided view of the byte buffer, masked to the string's length) and mixed with its
+length. For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
+longer ids that agree on both ends and length collide. Fingerprints are only a filter: equal
+strings always have equal fingerprints, so distinct fingerprints prove distinct strings, and
+callers confirm equal fingerprints on the strings themselves.
 """
+
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_P = 0x01000193  # FNV-32 prime; odd, so invertible mod 2^32
-_P_INV = pow(_P, -1, 1 << 32)
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_K3 = np.uint64(0x165667B19E3779F9)
+_SHIFT = np.uint64(29)
+# masks keeping the first L bytes of a little-endian word (head) or its last L bytes (tail)
+_HEAD_MASK = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+_TAIL_MASK = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in range(9)], dtype=np.uint64)
+_CHUNK = 1 << 20
 
 
 def as_arrow_strings(values: Any) -> pa.Array:
@@ -32,22 +38,9 @@ def as_arrow_strings(values: Any) -> pa.Array:
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if arr.type != pa.string():
+    if arr.type not in (pa.string(), pa.large_string()):
         arr = arr.cast(pa.string())
     return arr
-
-
-_CHUNK_BYTES = 1 << 20
-_POWERS: dict[int, np.ndarray] = {}
-
-
-def _powers(base: int) -> np.ndarray:
-    """base^0 .. base^_CHUNK_BYTES mod 2^32, computed once."""
-    if base not in _POWERS:
-        out = np.full(_CHUNK_BYTES + 1, base, dtype=np.uint32)
-        out[0] = 1
-        _POWERS[base] = np.cumprod(out, dtype=np.uint32)  # wraps mod 2^32
-    return _POWERS[base]
 
 
 def group_codes(values: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -60,39 +53,49 @@ def group_codes(values: Any) -> tuple[np.ndarray, np.ndarray]:
     ree = pc.run_end_encode(arr)
     ends = ree.run_ends.to_numpy().astype(np.int64)
     run_codes, uniques = pd.factorize(ree.values.to_numpy(zero_copy_only=False))
-    return np.repeat(run_codes.astype(np.int64), np.diff(ends, prepend=0)), np.asarray(uniques, dtype=object)
+    codes = np.repeat(run_codes.astype(np.int32 if len(uniques) < 2**31 else np.int64), np.diff(ends, prepend=0))
+    return codes, np.asarray(uniques, dtype=object)
 
 
 def fingerprints(values: Any) -> np.ndarray:
-    """uint64 fingerprint per string: a 32-bit polynomial hash of its bytes (high half) and its
-    length (low half)."""
+    """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length."""
     arr = as_arrow_strings(values)
     n = len(arr)
     out = np.empty(n, dtype=np.uint64)
     if n == 0:
         return out
     _, off_buf, data_buf = arr.buffers()[:3]
-    offsets = np.frombuffer(off_buf, dtype=np.int32)[arr.offset: arr.offset + n + 1].astype(np.int64)
+    width = np.int64 if arr.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
-    pows, inv = _powers(_P), _powers(_P_INV)
-    prefix = np.zeros(_CHUNK_BYTES + 1, dtype=np.uint32)
-    weighted = np.empty(_CHUNK_BYTES, dtype=np.uint32)
-    lo = 0
-    with np.errstate(over="ignore"):
-        while lo < n:
-            # strings lo..hi-1 whose bytes fit one chunk (at least one string per chunk)
-            hi = int(np.searchsorted(offsets, offsets[lo] + _CHUNK_BYTES, side="right")) - 1
-            hi = min(max(hi, lo + 1), n)
-            b0, b1 = int(offsets[lo]), int(offsets[hi])
-            m = b1 - b0
-            if m > _CHUNK_BYTES:  # a single string longer than a chunk: hash its bytes in Python
-                out[lo] = np.uint64(((hash(arr[lo].as_py()) & 0xFFFFFFFF) << 32) | (m & 0xFFFFFFFF))
-                lo = hi
-                continue
-            rel = offsets[lo: hi + 1] - b0
-            np.multiply(data[b0:b1], pows[:m], out=weighted[:m], dtype=np.uint32)
-            np.cumsum(weighted[:m], dtype=np.uint32, out=prefix[1: m + 1])
-            h = (prefix[rel[1:]] - prefix[rel[:-1]]) * inv[rel[:-1]]
-            out[lo:hi] = (h.astype(np.uint64) << np.uint64(32)) | np.diff(rel).astype(np.uint64)
-            lo = hi
+
+    def chunk(lo: int, hi: int) -> None:
+        b0, b1 = int(offsets[lo]), int(offsets[hi])
+        padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
+        padded[8: 8 + b1 - b0] = data[b0:b1]
+        words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+        starts = offsets[lo:hi] - (b0 - 8)
+        ends = offsets[lo + 1: hi + 1] - (b0 - 8)
+        length = ends - starts
+        short = np.minimum(length, 8)
+        with np.errstate(over="ignore"):
+            head = words[starts] & _HEAD_MASK[short]
+            tail = words[ends - 8] & _TAIL_MASK[short]
+            mixed = head * _K1
+            mixed ^= (tail * _K2) >> _SHIFT
+            mixed ^= tail * _K3
+            mixed ^= length.astype(np.uint64) * _K2
+        out[lo:hi] = mixed
+
+    bounds = list(range(0, n, _CHUNK)) + [n]
+    parallel_map(chunk, list(zip(bounds[:-1], bounds[1:], strict=True)))
     return out
+
+
+def parallel_map(fn, args: list) -> list:
+    """fn(*a) for each a, on up to two threads when there are several (numpy releases the GIL
+    in the array operations the callers use)."""
+    if len(args) <= 1:
+        return [fn(*a) for a in args]
+    with ThreadPoolExecutor(max_workers=min(len(args), os.cpu_count() or 1, 4)) as pool:
+        return list(pool.map(lambda a: fn(*a), args))

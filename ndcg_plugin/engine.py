@@ -163,25 +163,45 @@ class RankedRun:
 
 @dataclass
 class _Rows:
-    """The run's rows for qrels queries, joined with relevance, before ranking."""
+    """The run's rows for qrels queries; relevance is joined on demand (:meth:`judge`), since
+    most measures only need it for the few rows that rank within the cutoff."""
     group: np.ndarray   # query code in order of appearance in the run
     q: np.ndarray       # qrels query code
     score: np.ndarray
-    docs: pa.Array      # doc ids, only read to break ties
-    rel: np.ndarray
-    judged: np.ndarray
+    docs: pa.Array      # doc ids
+    rel: np.ndarray | None = None
+    judged: np.ndarray | None = None
 
     def subset(self, rows: np.ndarray) -> _Rows:
         """The rows at these indices (or this boolean mask)."""
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return _Rows(self.group[rows], self.q[rows], self.score[rows], self.docs.take(rows), self.rel[rows],
-                     self.judged[rows])
+        return _Rows(self.group[rows], self.q[rows], self.score[rows], self.docs.take(rows),
+                     None if self.rel is None else self.rel[rows],
+                     None if self.judged is None else self.judged[rows])
+
+    def judge(self, index: QrelsIndex) -> _Rows:
+        """Look each doc up in the qrels (hash probes into the small qrels, then the packed
+        (query, doc) keys): sets ``rel`` (0 where unjudged) and ``judged``."""
+        if self.rel is not None:
+            return self
+        n = len(self.q)
+        self.judged = np.zeros(n, dtype=bool)
+        self.rel = np.zeros(n, dtype=np.int64)
+        if n == 0 or len(index.keys) == 0:
+            return self
+        dcode = pc.index_in(self.docs, value_set=index.doc_values).fill_null(-1).to_numpy(zero_copy_only=False)
+        cand = np.flatnonzero(dcode >= 0)
+        keys = self.q[cand].astype(np.int64) * index.ndocs + dcode[cand].astype(np.int64)
+        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
+        hit = index.keys[pos] == keys
+        self.judged[cand[hit]] = True
+        self.rel[cand[hit]] = index.rel[pos[hit]]
+        return self
 
 
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
-    """Map run queries to qrels codes (dropping the others) and look each doc up in the qrels,
-    with hash probes into the (small) qrels rather than hashing the whole run."""
+    """Map run queries to qrels codes, dropping the run queries absent from the qrels."""
     group, q_uniques = group_codes(run["query_id"].array)
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
@@ -191,20 +211,7 @@ def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     if not keep.all():
         rows = np.flatnonzero(keep)
         group, q, score, docs = group[rows], q[rows], score[rows], docs.take(rows)
-    q = q.astype(np.int64)
-    doc_codes = pc.index_in(docs, value_set=index.doc_values)
-    dcode = doc_codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    n = len(q)
-    judged = np.zeros(n, dtype=bool)
-    rel = np.zeros(n, dtype=np.int64)
-    cand = np.flatnonzero(dcode >= 0)
-    if len(cand) and len(index.keys):
-        keys = q[cand] * index.ndocs + dcode[cand]
-        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
-        hit = index.keys[pos] == keys
-        judged[cand[hit]] = True
-        rel[cand[hit]] = index.rel[pos[hit]]
-    return _Rows(group.astype(np.int64), q, score, docs, rel, judged)
+    return _Rows(group, q.astype(np.int32), score, docs)
 
 
 def _is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
@@ -265,18 +272,21 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     return order
 
 
-def _rank(rows: _Rows, depth: int | None, nq: int) -> RankedRun:
+def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
+    nq = index.nq
     returned = np.bincount(rows.q, minlength=nq)
-    pool = rows.judged
     top = _candidates(rows.group, rows.score, depth, _is_ranked(rows.group, rows.score))
-    cand = rows if top is None else rows.subset(top)
+    cand = (rows if top is None else rows.subset(top)).judge(index)
     order = _order(cand.group, cand.score, cand.docs)
     rank = _group_ranks(cand.group[order])
     if depth is not None:
         keep = rank < depth
         order, rank = order[keep], rank[keep]
+    pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
+    empty = np.zeros(0, dtype=np.int64)
     return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
-                     returned=returned, pool_q=rows.q[pool], pool_rel=rows.rel[pool], nq=nq)
+                     returned=returned, pool_q=empty if pool is None else rows.q[pool],
+                     pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
 
 
 def _ndcg(index: QrelsIndex, rr: RankedRun, spec: Spec) -> Values:
@@ -322,13 +332,15 @@ def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec]) -> dict
     setting, only as deep as the deepest cutoff asks."""
     specs = list(dict.fromkeys(specs))
     rows = _join(index, run)
+    if any(s.judged_only or s.ideal == "run" for s in specs):
+        rows.judge(index)  # these need the relevance of every row, not only the top ones
     ranked: dict[bool, RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):
         mine = [s for s in specs if s.judged_only == judged_only]
         depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
-        ranked[judged_only] = _rank(subset, depth, index.nq)
+        ranked[judged_only] = _rank(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
         rr = ranked[spec.judged_only]

@@ -15,11 +15,13 @@ import pyarrow.csv as pacsv
 
 from .columns import as_arrow_strings
 
+_STR = pa.large_string()  # what pandas' string arrays hold: no conversion when wrapping
+
 # kind/format -> (number of columns, {column index: (name, arrow type)})
 LAYOUTS = {
-    "qrels": (4, {0: ("query_id", pa.string()), 2: ("doc_id", pa.string()), 3: ("relevance", pa.int64())}),
-    "trec": (6, {0: ("query_id", pa.string()), 2: ("doc_id", pa.string()), 4: ("score", pa.float64())}),
-    "msmarco": (3, {0: ("query_id", pa.string()), 1: ("doc_id", pa.string()), 2: ("score", pa.int64())}),
+    "qrels": (4, {0: ("query_id", _STR), 2: ("doc_id", _STR), 3: ("relevance", pa.int64())}),
+    "trec": (6, {0: ("query_id", _STR), 2: ("doc_id", _STR), 4: ("score", pa.float64())}),
+    "msmarco": (3, {0: ("query_id", _STR), 1: ("doc_id", _STR), 2: ("score", pa.int64())}),
 }
 
 

@@ -402,14 +402,19 @@ def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     compared as strings."""
     if len(table) < 2:
         return None
-    q_codes, _ = group_codes(table["query_id"].array)
-    with np.errstate(over="ignore"):
-        keys = fingerprints(table["doc_id"].array) ^ (q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    ordered = np.sort(keys)  # a numeric sort is cheaper than a hash table here
+    def pair_keys() -> np.ndarray:
+        q_codes, _ = group_codes(table["query_id"].array)
+        keys = fingerprints(table["doc_id"].array)
+        with np.errstate(over="ignore"):
+            keys ^= q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        return keys
+
+    ordered = pair_keys()
+    ordered.sort()  # in place; a numeric sort is cheaper than a hash table here
     repeated = ordered[1:] == ordered[:-1]
     if not repeated.any():
         return None
-    suspects = np.flatnonzero(np.isin(keys, ordered[1:][repeated]))
+    suspects = np.flatnonzero(np.isin(pair_keys(), ordered[1:][repeated]))
     exact = table.iloc[suspects].duplicated(["query_id", "doc_id"], keep=False).to_numpy()
     if not exact.any():
         return None
