@@ -61,8 +61,7 @@ class _Progress:
     def __call__(self, done: int, total: int) -> None:
         if self.active and total:
             end = "\n" if done >= total else ""
-            print(f"\rreading {self.label}: {100 * done // total:3d}% of {total:,} lines", end=end,
-                  file=sys.stderr, flush=True)
+            print(f"\rreading {self.label}: {100 * done // total:3d}%", end=end, file=sys.stderr, flush=True)
 
 
 def _read_qrels(args) -> tuple:

@@ -31,70 +31,95 @@ _TAIL_MASK = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in ran
 _CHUNK = 1 << 20
 
 
-def as_arrow_strings(values: Any) -> pa.Array:
-    """A contiguous Arrow string array for a pandas string array, an object ndarray or a list."""
-    if hasattr(values, "_pa_array"):  # pandas ArrowStringArray: no copy
+def as_arrow_strings(values: Any) -> pa.ChunkedArray:
+    """An Arrow string column for a pandas string array (its chunks, no copy), an Arrow array,
+    an object ndarray or a list."""
+    if hasattr(values, "_pa_array"):  # pandas ArrowStringArray
         values = values._pa_array
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.large_string())
+    if isinstance(arr, pa.Array):
+        arr = pa.chunked_array([arr])
     if arr.type not in (pa.string(), pa.large_string()):
-        arr = arr.cast(pa.string())
+        arr = arr.cast(pa.large_string())
     return arr
 
 
-def group_codes(values: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, uniques) like ``pd.factorize`` (codes in order of first appearance), computed from
-    the runs of equal values: a run file grouped by query has one run per query, so only as
-    many strings as queries are hashed."""
+def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """``arr.take(rows)`` for ascending ``rows``, chunk by chunk (cheaper than Arrow's general
+    take on a many-chunk column)."""
+    if arr.num_chunks <= 1:
+        return arr.take(rows)
+    bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
+    cut = np.searchsorted(rows, bounds)
+    parts = [c.take(pa.array(rows[cut[i]:cut[i + 1]] - bounds[i]))
+             for i, c in enumerate(arr.chunks) if cut[i + 1] > cut[i]]
+    return pa.chunked_array(parts, type=arr.type)
+
+
+def group_codes(values: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
+    the number of rows per code, computed from the runs of equal values: a run file grouped by
+    query has one run per query, so only as many strings as queries are hashed."""
     arr = as_arrow_strings(values)
     if len(arr) == 0:
-        return np.zeros(0, dtype=np.int64), np.array([], dtype=object)
-    ree = pc.run_end_encode(arr)
-    ends = ree.run_ends.to_numpy().astype(np.int64)
-    run_codes, uniques = pd.factorize(ree.values.to_numpy(zero_copy_only=False))
-    codes = np.repeat(run_codes.astype(np.int32 if len(uniques) < 2**31 else np.int64), np.diff(ends, prepend=0))
-    return codes, np.asarray(uniques, dtype=object)
+        return np.zeros(0, dtype=np.int32), np.array([], dtype=object), np.zeros(0, dtype=np.int64)
+    run_values, run_lengths = [], []
+    for chunk in arr.chunks:
+        if len(chunk) == 0:
+            continue
+        ree = pc.run_end_encode(chunk)
+        run_values.append(ree.values.to_numpy(zero_copy_only=False))
+        run_lengths.append(np.diff(ree.run_ends.to_numpy().astype(np.int64), prepend=0))
+    run_codes, uniques = pd.factorize(np.concatenate(run_values))
+    lengths = np.concatenate(run_lengths)
+    sizes = np.bincount(run_codes, weights=lengths, minlength=len(uniques)).astype(np.int64)
+    dtype = np.int32 if len(uniques) < 2**31 else np.int64
+    return np.repeat(run_codes.astype(dtype), lengths), np.asarray(uniques, dtype=object), sizes
+
+
+def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
+    n = len(arr)
+    if n == 0:
+        return
+    _, off_buf, data_buf = arr.buffers()[:3]
+    width = np.int64 if arr.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    b0, b1 = int(offsets[0]), int(offsets[-1])
+    padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
+    padded[8: 8 + b1 - b0] = data[b0:b1]
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1] - (b0 - 8)
+    ends = offsets[1:] - (b0 - 8)
+    length = ends - starts
+    short = np.minimum(length, 8)
+    with np.errstate(over="ignore"):
+        head = words[starts] & _HEAD_MASK[short]
+        tail = words[ends - 8] & _TAIL_MASK[short]
+        mixed = head * _K1
+        mixed ^= (tail * _K2) >> _SHIFT
+        mixed ^= tail * _K3
+        mixed ^= length.astype(np.uint64) * _K2
+    out[:] = mixed
 
 
 def fingerprints(values: Any) -> np.ndarray:
     """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length."""
     arr = as_arrow_strings(values)
-    n = len(arr)
-    out = np.empty(n, dtype=np.uint64)
-    if n == 0:
-        return out
-    _, off_buf, data_buf = arr.buffers()[:3]
-    width = np.int64 if arr.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
-
-    def chunk(lo: int, hi: int) -> None:
-        b0, b1 = int(offsets[lo]), int(offsets[hi])
-        padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
-        padded[8: 8 + b1 - b0] = data[b0:b1]
-        words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
-        starts = offsets[lo:hi] - (b0 - 8)
-        ends = offsets[lo + 1: hi + 1] - (b0 - 8)
-        length = ends - starts
-        short = np.minimum(length, 8)
-        with np.errstate(over="ignore"):
-            head = words[starts] & _HEAD_MASK[short]
-            tail = words[ends - 8] & _TAIL_MASK[short]
-            mixed = head * _K1
-            mixed ^= (tail * _K2) >> _SHIFT
-            mixed ^= tail * _K3
-            mixed ^= length.astype(np.uint64) * _K2
-        out[lo:hi] = mixed
-
-    bounds = list(range(0, n, _CHUNK)) + [n]
-    parallel_map(chunk, list(zip(bounds[:-1], bounds[1:], strict=True)))
+    out = np.empty(len(arr), dtype=np.uint64)
+    jobs, pos = [], 0
+    for chunk in arr.chunks:
+        for lo in range(0, len(chunk), _CHUNK):
+            piece = chunk.slice(lo, _CHUNK)
+            jobs.append((piece, out[pos: pos + len(piece)]))
+            pos += len(piece)
+    parallel_map(_fingerprint_chunk, jobs)
     return out
 
 
 def parallel_map(fn, args: list) -> list:
-    """fn(*a) for each a, on up to two threads when there are several (numpy releases the GIL
-    in the array operations the callers use)."""
+    """fn(*a) for each a, on two threads when there are several (numpy releases the GIL in the
+    array operations the callers use)."""
     if len(args) <= 1:
         return [fn(*a) for a in args]
     with ThreadPoolExecutor(max_workers=min(len(args), os.cpu_count() or 1, 4)) as pool:

@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
-from .columns import as_arrow_strings, group_codes
+from . import io
+from .columns import as_arrow_strings, group_codes, take_sorted
 from .measures import PluginMeasure
 
 
@@ -171,14 +172,26 @@ class _Rows:
     docs: pa.Array      # doc ids
     rel: np.ndarray | None = None
     judged: np.ndarray | None = None
+    sizes: np.ndarray | None = None    # rows per group code (when known without counting)
+    group_q: np.ndarray | None = None  # qrels query code per group code
 
     def subset(self, rows: np.ndarray) -> _Rows:
         """The rows at these indices (or this boolean mask)."""
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return _Rows(self.group[rows], self.q[rows], self.score[rows], self.docs.take(rows),
+        return _Rows(self.group[rows], self.q[rows], self.score[rows], take_sorted(self.docs, rows),
                      None if self.rel is None else self.rel[rows],
                      None if self.judged is None else self.judged[rows])
+
+    def group_sizes(self) -> np.ndarray:
+        return self.sizes if self.sizes is not None else np.bincount(self.group)
+
+    def returned(self, nq: int) -> np.ndarray:
+        """Rows per qrels query."""
+        if self.sizes is None or self.group_q is None:
+            return np.bincount(self.q, minlength=nq)
+        valid = self.group_q >= 0
+        return np.bincount(self.group_q[valid], weights=self.sizes[valid], minlength=nq).astype(np.int64)
 
     def judge(self, index: QrelsIndex) -> _Rows:
         """Look each doc up in the qrels (hash probes into the small qrels, then the packed
@@ -202,16 +215,16 @@ class _Rows:
 
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels."""
-    group, q_uniques = group_codes(run["query_id"].array)
+    group, q_uniques, sizes = io.derived(run, "query_codes", lambda: group_codes(run["query_id"].array))
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
-    keep = q >= 0  # run queries absent from the qrels are ignored
     docs = as_arrow_strings(run["doc_id"].array)
     score = run["score"].to_numpy(dtype=np.float64)
-    if not keep.all():
-        rows = np.flatnonzero(keep)
-        group, q, score, docs = group[rows], q[rows], score[rows], docs.take(rows)
-    return _Rows(group, q.astype(np.int32), score, docs)
+    if (q_map < 0).any():  # run queries absent from the qrels are ignored
+        rows = np.flatnonzero(q >= 0)
+        group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)
+        sizes = np.where(q_map >= 0, sizes, 0)
+    return _Rows(group, q.astype(np.int32), score, docs, sizes=sizes, group_q=q_map)
 
 
 def _is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
@@ -223,29 +236,41 @@ def _is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
     return bool(np.all(group[1:] >= group[:-1]) and np.all(~same | (score[1:] <= score[:-1])))
 
 
-def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: bool) -> np.ndarray | None:
-    """Indices of the rows that can rank above ``depth`` in their query (every row whose score
-    is at least the query's depth-th highest, so ties at the boundary stay in), or None for all.
-    For a ranked run the depth-th score is read off each group; for a run grouped by query,
-    np.partition on a (queries x longest list) matrix finds it; otherwise one numeric sort."""
+def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: bool,
+                sizes: np.ndarray) -> np.ndarray | None:
+    """Indices (ascending) of the rows that can rank above ``depth`` in their query: every row
+    whose score is at least the query's depth-th highest, so ties at the boundary stay in; None
+    for all rows. A ranked run takes each query's first ``depth`` rows and the rows that tie
+    with the last of them; a run grouped by query finds the depth-th score with np.partition
+    on a (queries x longest list) matrix; any other run with one numeric sort."""
     n = len(group)
-    if depth is None or n == 0:
-        return None
-    sizes = np.bincount(group)
-    if sizes.max() <= depth:
+    if depth is None or n == 0 or sizes.max() <= depth:
         return None
     starts = np.cumsum(sizes) - sizes
     if ranked:
-        kth = np.full(len(sizes), -np.inf)
-        deep = sizes >= depth
-        kth[deep] = score[starts[deep] + depth - 1]
-    elif np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
-        if np.all(sizes == sizes[0]):
-            matrix = -score.reshape(len(sizes), int(sizes[0]))
+        take = np.minimum(sizes, depth)
+        first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+        extra = []
+        deep = np.flatnonzero(sizes > depth)
+        kth = score[starts[deep] + depth - 1]
+        pos, ends = starts[deep] + depth, starts[deep] + sizes[deep]
+        while len(pos):  # rows tied with the depth-th one follow it directly
+            more = pos < ends
+            more[more] = score[pos[more]] == kth[more]
+            pos, ends, kth = pos[more], ends[more], kth[more]
+            extra.append(pos.copy())
+            pos += 1
+        return np.sort(np.concatenate([first, *extra])) if extra else first
+    if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
+        present = sizes > 0
+        if np.all(sizes[present] == sizes[present][0]):
+            rows_per = int(sizes[present][0])
+            kth = np.full(len(sizes), -np.inf)
+            kth[present] = -np.partition(-score.reshape(-1, rows_per), depth - 1, axis=1)[:, depth - 1]
         else:
             matrix = np.full((len(sizes), int(sizes.max())), np.inf)
             matrix[group, np.arange(n) - starts[group]] = -score
-        kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
+            kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
     else:
         order = np.lexsort((-score, group))
         gs = group[order]
@@ -274,8 +299,8 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
 
 def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     nq = index.nq
-    returned = np.bincount(rows.q, minlength=nq)
-    top = _candidates(rows.group, rows.score, depth, _is_ranked(rows.group, rows.score))
+    returned = rows.returned(nq)
+    top = _candidates(rows.group, rows.score, depth, _is_ranked(rows.group, rows.score), rows.group_sizes())
     cand = (rows if top is None else rows.subset(top)).judge(index)
     order = _order(cand.group, cand.score, cand.docs)
     rank = _group_ranks(cand.group[order])

@@ -62,9 +62,17 @@ def _layout(first: bytes, kind: str, run_format: str) -> tuple[str, bytes] | Non
     return None
 
 
-def parse(data, kind: str, run_format: str, progress=None) -> pd.DataFrame | None:
-    """Parse a whole file's bytes; None when the file needs the line-by-line parser."""
-    found = _layout(_first_line(data), kind, run_format)
+def parse(data, kind: str, run_format: str, progress=None, gzipped: bool = False) -> pd.DataFrame | None:
+    """Parse a file (a path, read as a stream so the whole file is never in memory, gzip
+    decompressed on the fly when ``gzipped``) or a whole file's bytes; None when the file needs
+    the line-by-line parser. ``progress(done, total)`` gets bytes of the file read so far."""
+    is_path = isinstance(data, str)
+    if is_path:
+        with pa.input_stream(data, compression="gzip" if gzipped else None) as f:
+            head = f.read(1 << 16)
+    else:
+        head = data
+    found = _layout(_first_line(head), kind, run_format)
     if found is None:
         return None
     name, delim = found
@@ -74,29 +82,34 @@ def parse(data, kind: str, run_format: str, progress=None) -> pd.DataFrame | Non
     def invalid(row):
         raise _Fallback()
 
-    read_opts = pacsv.ReadOptions(column_names=names, block_size=1 << 24)
+    read_opts = pacsv.ReadOptions(column_names=names, block_size=1 << 20)
     parse_opts = pacsv.ParseOptions(delimiter=delim.decode(), quote_char=False, escape_char=False,
                                     ignore_empty_lines=True, invalid_row_handler=invalid)
     convert_opts = pacsv.ConvertOptions(column_types={f"c{i}": t for i, (_, t) in wanted.items()},
                                         include_columns=[f"c{i}" for i in wanted], null_values=[],
                                         strings_can_be_null=False, quoted_strings_can_be_null=False)
     try:
-        if progress is None:
-            table = pacsv.read_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
-                                   convert_options=convert_opts)
+        if is_path:
+            raw = pa.OSFile(data, "rb")
+            source = pa.CompressedInputStream(raw, "gzip") if gzipped else raw
+            total = raw.size()
         else:
-            newlines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
-            total = newlines + (0 if bytes(data[-1:]) == b"\n" else 1)
-            reader = pacsv.open_csv(pa.py_buffer(data), read_options=read_opts, parse_options=parse_opts,
-                                    convert_options=convert_opts)
-            batches, done = [], 0
-            for batch in reader:
-                batches.append(batch)
-                done += batch.num_rows
-                progress(min(done, total), total)
-            progress(total, total)
-            table = pa.Table.from_batches(batches, schema=reader.schema)
-    except (_Fallback, pa.ArrowInvalid):
+            raw = source = pa.BufferReader(pa.py_buffer(data))
+            total = raw.size()
+        with source:
+            if progress is None:
+                table = pacsv.read_csv(source, read_options=read_opts, parse_options=parse_opts,
+                                       convert_options=convert_opts)
+            else:
+                reader = pacsv.open_csv(source, read_options=read_opts, parse_options=parse_opts,
+                                        convert_options=convert_opts)
+                batches = []
+                for batch in reader:
+                    batches.append(batch)
+                    progress(min(raw.tell(), total), total)
+                progress(total, total)
+                table = pa.Table.from_batches(batches, schema=reader.schema)
+    except (_Fallback, pa.ArrowInvalid, OSError):
         return None
     if table.num_rows == 0:
         return None

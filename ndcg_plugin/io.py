@@ -30,7 +30,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from . import fastread
 from .columns import fingerprints, group_codes
@@ -53,9 +52,8 @@ class InputError(ValueError):
         super().__init__(msg)
 
 
-def _open_bytes(path: str | Path) -> tuple[bytes | memoryview, str]:
-    """Return (content, source name); gzip is detected by its magic bytes, not the extension.
-    A plain file is memory-mapped rather than copied into memory."""
+def _open_bytes(path: str | Path) -> tuple[bytes, str]:
+    """Return (content, source name); gzip is detected by its magic bytes, not the extension."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
         source = "<stdin>"
@@ -63,13 +61,7 @@ def _open_bytes(path: str | Path) -> tuple[bytes | memoryview, str]:
         source = str(path)
         try:
             with open(path, "rb") as f:
-                if not os.path.isfile(path) or os.path.getsize(path) == 0:
-                    data = f.read()  # a pipe or an empty file
-                elif f.read(2) == b"\x1f\x8b":
-                    f.seek(0)
-                    data = f.read()
-                else:  # a plain file: memory-mapped, not copied
-                    data = memoryview(pa.memory_map(str(path), "r").read_buffer())
+                data = f.read()
         except FileNotFoundError:
             raise InputError(source, None, "file not found") from None
         except IsADirectoryError:
@@ -301,7 +293,10 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
 # Tables this reader returned are not validated again when they come back (the CLI reads a
 # file, then hands the table to ir-measures, which hands it to the provider). A table is
 # recognised by identity, kind and length; a table changed in place should be read again.
+# Columns derived from a table (query codes) are kept with it, so the duplicate check and the
+# engine compute them once.
 _TRUSTED: dict[int, tuple[weakref.ref, str, int]] = {}
+_DERIVED: dict[int, tuple[weakref.ref, int, dict]] = {}
 
 
 def _trust(table: pd.DataFrame, kind: Kind) -> None:
@@ -314,12 +309,34 @@ def _is_trusted(data: Any, kind: Kind) -> bool:
     return entry is not None and entry[0]() is data and entry[1] == kind and entry[2] == len(data)
 
 
+def derived(table: pd.DataFrame, name: str, compute):
+    """``compute()``, remembered for this table object (while it lives and keeps its length)."""
+    key = id(table)
+    entry = _DERIVED.get(key)
+    if entry is None or entry[0]() is not table or entry[1] != len(table):
+        entry = (weakref.ref(table, lambda _, k=key: _DERIVED.pop(k, None)), len(table), {})
+        _DERIVED[key] = entry
+    if name not in entry[2]:
+        entry[2][name] = compute()
+    return entry[2][name]
+
+
 def _read_any(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str,
               progress) -> pd.DataFrame:
     col = VALUE_COLUMN[kind]
     if isinstance(data, (str, os.PathLike)) and (isinstance(data, os.PathLike) or "\n" not in data):
-        content, src = _open_bytes(data)
-        return _read_bytes(content, source or src, kind, run_format, duplicates, progress)
+        src = source or ("<stdin>" if str(data) == "-" else str(data))
+        if str(data) != "-" and os.path.isfile(data) and os.path.getsize(data) > 0:
+            with open(data, "rb") as f:
+                gzipped = f.read(2) == b"\x1f\x8b"
+            table = fastread.parse(str(data), kind, run_format, progress, gzipped=gzipped)
+            if table is not None and not (src.endswith(".gz") and not gzipped):
+                try:
+                    return resolve_duplicates(table, kind, duplicates, src)
+                except _NeedsLineNumbers:
+                    pass
+        content, _ = _open_bytes(data)
+        return _read_bytes(content, src, kind, run_format, duplicates, progress)
     if isinstance(data, io.IOBase) or hasattr(data, "read"):
         content = data.read()
         if isinstance(content, str):
@@ -403,7 +420,7 @@ def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     if len(table) < 2:
         return None
     def pair_keys() -> np.ndarray:
-        q_codes, _ = group_codes(table["query_id"].array)
+        q_codes = derived(table, "query_codes", lambda: group_codes(table["query_id"].array))[0]
         keys = fingerprints(table["doc_id"].array)
         with np.errstate(over="ignore"):
             keys ^= q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)

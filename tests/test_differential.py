@@ -143,3 +143,34 @@ def test_builtin_ndcg_served_by_plugin_equals_pytrec_eval(data, k):
     assert_close(res, pte(qrels, run, f"ndcg_cut.{k}"), "nDCG@k by ndcg_plugin")
     res = {m.query_id: m.value for m in provider.iter_calc([ir_measures.nDCG(dcg="exp-log2") @ k], qrels, run)}
     assert_close(res, pte(exp_gains(qrels), run, f"ndcg_cut.{k}"), "nDCG(dcg='exp-log2')@k by ndcg_plugin")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=collections(), k=st.integers(1, 6), seed=st.integers(0, 2**16), pad=st.booleans())
+def test_row_order_does_not_change_any_number(data, k, seed, pad):
+    """The engine's shortcuts (a ranked run: top rows read off directly; a grouped run:
+    np.partition, with equal list lengths as a plain reshape; any other order: a sort) agree
+    with each other and with pytrec_eval, whatever order the run's lines come in."""
+    import random
+
+    import pandas as pd
+
+    qrels, run = data
+    if pad:  # equal list lengths per query, to take the reshape path
+        width = max((len(d) for d in run.values()), default=0)
+        run = {q: {**d, **{f"pad{i}": -9.0 for i in range(width - len(d))}} for q, d in run.items()}
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    ranked = sorted(rows, key=lambda r: (r[0], r[2], r[1]), reverse=True)  # grouped, score desc, doc desc
+    shuffled = rows[:]
+    random.Random(seed).shuffle(shuffled)
+    measures = [NDCG_lin @ k, NDCG_exp(ideal="run") @ k, HitRate_item @ k, MRR_ignore @ k,
+                NDCG_lin(judged_only=True) @ k]
+    expected = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+    assert_close({q: v for (q, m), v in expected.items() if m == str(NDCG_lin @ k)},
+                 pte(qrels, run, f"ndcg_cut.{k}"), "dict input")
+    for order in (ranked, shuffled, rows):
+        df = pd.DataFrame(order, columns=["query_id", "doc_id", "score"])
+        got = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, df)}
+        assert got.keys() == expected.keys()
+        for key, value in expected.items():
+            assert (math.isnan(value) and math.isnan(got[key])) or abs(got[key] - value) <= TOL, (key, value, got[key])
