@@ -21,6 +21,7 @@ DataFrame or dict are converted with ``str()`` (``1`` -> ``"1"``); float ids are
 from __future__ import annotations
 
 import gzip
+import inspect
 import io
 import os
 import sys
@@ -321,9 +322,29 @@ def derived(table: pd.DataFrame, name: str, compute):
     return entry[2][name]
 
 
+def _unstarted_trec_reader_path(data: Any, kind: Kind) -> str | None:
+    """The path behind an ``ir_measures.read_trec_run(path)`` / ``read_trec_qrels(path)``
+    iterator that nothing has consumed yet: such a file is read with the columnar reader
+    instead of line by line through the iterator (which is then closed)."""
+    if not inspect.isgenerator(data) or inspect.getgeneratorstate(data) != inspect.GEN_CREATED:
+        return None
+    import ir_measures
+    reader = ir_measures.read_trec_run if kind == "run" else ir_measures.read_trec_qrels
+    if data.gi_code is not reader.__code__:
+        return None
+    path = data.gi_frame.f_locals.get("file")
+    if isinstance(path, str) and "\n" not in path and os.path.isfile(path):
+        data.close()
+        return path
+    return None
+
+
 def _read_any(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str,
               progress) -> pd.DataFrame:
     col = VALUE_COLUMN[kind]
+    path = _unstarted_trec_reader_path(data, kind)
+    if path is not None:
+        data = path
     if isinstance(data, (str, os.PathLike)) and (isinstance(data, os.PathLike) or "\n" not in data):
         src = source or ("<stdin>" if str(data) == "-" else str(data))
         if str(data) != "-" and os.path.isfile(data) and os.path.getsize(data) > 0:

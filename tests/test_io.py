@@ -139,3 +139,17 @@ def test_progress_is_reported_while_reading_a_large_file(tmp_path):
     assert calls and calls[-1] == (size, size)
     assert all(0 < done <= total == size for done, total in calls)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_an_unstarted_read_trec_run_iterator_is_read_from_its_path(monkeypatch):
+    import ndcg_plugin.io as nio
+
+    seen = []
+    real = nio.fastread.parse
+    monkeypatch.setattr(nio.fastread, "parse", lambda data, *a, **k: seen.append(data) or real(data, *a, **k))
+    gen = ir_measures.read_trec_run(str(DATA / "tiny.run"))
+    assert as_dict(read(gen, "run")) == EXPECTED_RUN
+    assert seen == [str(DATA / "tiny.run")]  # the columnar reader got the path
+    started = ir_measures.read_trec_run(str(DATA / "tiny.run"))
+    first = next(started)  # a started iterator is consumed as an iterator
+    assert len(read(started, "run")) == 2 and first.doc_id == "d2"
