@@ -182,8 +182,8 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
     run_t = io.read(run, "run", duplicates=duplicates)
     provider = NdcgPluginProvider(duplicates=duplicates)
     evaluator = provider.evaluator(measures, qrels_t)
-    aggregates = evaluator.calc_aggregate(run_t)
     ours_perq = evaluator.values(run_t)
+    aggregates = evaluator.aggregate(ours_perq)
     qids = list(evaluator.index.qids)
     qrels_d, run_d = _as_dicts(qrels_t), _as_dicts(run_t)
     qrels_d = {q: qrels_d[q] for q in qids}

@@ -17,6 +17,7 @@ Pipeline (no Python loop per query or per document):
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -213,6 +214,17 @@ class _Rows:
         return self
 
 
+def _report_unmatched(unmatched: int, total: int) -> None:
+    """A warning (shown once per message) when run queries are not in the qrels."""
+    if total and unmatched == total:
+        warnings.warn(f"0 of {total} run queries are in the qrels: no query in common, so every qrels query "
+                      f"scores 0 (MRR_ignore has no value); are these the right qrels for this run?",
+                      RuntimeWarning, stacklevel=2)  # one location: shown once
+    elif unmatched:
+        warnings.warn(f"{unmatched} of {total} run queries are not in the qrels and are ignored, as trec_eval "
+                      f"ignores them", RuntimeWarning, stacklevel=2)
+
+
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels."""
     group, q_uniques, sizes = io.derived(run, "query_codes", lambda: group_codes(run["query_id"].array))
@@ -220,6 +232,7 @@ def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     docs = as_arrow_strings(run["doc_id"].array)
     score = run["score"].to_numpy(dtype=np.float64)
+    _report_unmatched(int((q_map < 0).sum()), len(q_map))
     if (q_map < 0).any():  # run queries absent from the qrels are ignored
         rows = np.flatnonzero(q >= 0)
         group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)

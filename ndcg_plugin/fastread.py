@@ -25,10 +25,6 @@ LAYOUTS = {
 }
 
 
-class _Fallback(Exception):
-    pass
-
-
 def _first_line(data) -> bytes:
     data = bytes(data[: 1 << 16])  # a first line longer than this is not a simple layout
     start = 0
@@ -68,8 +64,11 @@ def parse(data, kind: str, run_format: str, progress=None, gzipped: bool = False
     the line-by-line parser. ``progress(done, total)`` gets bytes of the file read so far."""
     is_path = isinstance(data, str)
     if is_path:
-        with pa.input_stream(data, compression="gzip" if gzipped else None) as f:
-            head = f.read(1 << 16)
+        try:
+            with pa.input_stream(data, compression="gzip" if gzipped else None) as f:
+                head = f.read(1 << 16)
+        except (pa.ArrowInvalid, OSError):
+            return None  # e.g. corrupt gzip: the line parser says what is wrong
     else:
         head = data
     found = _layout(_first_line(head), kind, run_format)
@@ -80,7 +79,7 @@ def parse(data, kind: str, run_format: str, progress=None, gzipped: bool = False
     names = [f"c{i}" for i in range(ncols)]
 
     def invalid(row):
-        raise _Fallback()
+        return "error"  # Arrow then raises ArrowInvalid: the line parser will name the line
 
     read_opts = pacsv.ReadOptions(column_names=names, block_size=1 << 20)
     parse_opts = pacsv.ParseOptions(delimiter=delim.decode(), quote_char=False, escape_char=False,
@@ -109,7 +108,7 @@ def parse(data, kind: str, run_format: str, progress=None, gzipped: bool = False
                     progress(min(raw.tell(), total), total)
                 progress(total, total)
                 table = pa.Table.from_batches(batches, schema=reader.schema)
-    except (_Fallback, pa.ArrowInvalid, OSError):
+    except (pa.ArrowInvalid, OSError):
         return None
     if table.num_rows == 0:
         return None

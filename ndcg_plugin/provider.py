@@ -74,10 +74,15 @@ class NdcgPluginEvaluator(Evaluator):
         return self._iter_calc(run)
 
     def calc_aggregate(self, run) -> dict:
-        """Aggregates straight from the per-query arrays, with each measure's own aggregation
-        (mean; micro average for HitRate_item; mean of the values for MRR_ignore)."""
+        """Aggregates straight from the per-query arrays (see :meth:`aggregate`)."""
+        return self.aggregate(self.values(run))
+
+    @staticmethod
+    def aggregate(values: dict) -> dict:
+        """Each measure's aggregate from its per-query values, with its own aggregation (mean;
+        micro average for HitRate_item; mean of the values for MRR_ignore)."""
         out = {}
-        for measure, vals in self.values(run).items():
+        for measure, vals in values.items():
             agg = measure.aggregator()
             if vals.hits is not None:
                 agg.add(ItemValue(float(vals.hits.sum()), float(vals.returned.sum())))
