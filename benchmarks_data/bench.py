@@ -56,19 +56,29 @@ def tool_ranx(qrels: str, run: str) -> None:
         print(f"{k}\tall\t{v:.12f}")
 
 
-def tool_irmeasures_df(qrels: str, run: str) -> None:
-    """ir-measures' default pipeline (no plugin) from DataFrames, timed in-process."""
-    import ir_measures
+def _frames(qrels: str, run: str):
+    """Qrels and run as DataFrames read by pandas (not by the plugin, so nothing is pre-validated)."""
     import pandas as pd
     q = pd.read_csv(qrels, sep=" ", header=None, names=["query_id", "it", "doc_id", "relevance"],
                     dtype={"query_id": str, "doc_id": str})
     r = pd.read_csv(run, sep=" ", header=None, names=["query_id", "q0", "doc_id", "rank", "score", "tag"],
                     dtype={"query_id": str, "doc_id": str})
+    return q, r
+
+
+def _print_timed(seconds: float, results: dict) -> None:
+    print(f"time\tinproc\t{seconds:.6f}")
+    for m, v in results.items():
+        print(f"{m}\tall\t{v:.12f}")
+
+
+def tool_irmeasures_df(qrels: str, run: str) -> None:
+    """ir-measures' default pipeline (no plugin) from DataFrames, timed in-process."""
+    import ir_measures
+    q, r = _frames(qrels, run)
     t = time.perf_counter()
     res = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.RR @ 10], q, r)
-    print(f"time\tinproc\t{time.perf_counter() - t:.6f}")
-    for m, v in res.items():
-        print(f"{m}\tall\t{v:.12f}")
+    _print_timed(time.perf_counter() - t, res)
 
 
 def tool_irmeasures_iter(qrels: str, run: str, plugin: str) -> None:
@@ -80,22 +90,16 @@ def tool_irmeasures_iter(qrels: str, run: str, plugin: str) -> None:
         measures = [ir_measures.nDCG @ 10, ndcg_plugin.MRR_zero @ 10]
     t = time.perf_counter()
     res = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(qrels), ir_measures.read_trec_run(run))
-    print(f"time\tinproc\t{time.perf_counter() - t:.6f}")
-    for m, v in res.items():
-        print(f"{m}\tall\t{v:.12f}")
+    _print_timed(time.perf_counter() - t, res)
 
 
 def tool_frames(qrels: str, run: str) -> None:
     """From DataFrames already in memory: the plugin's calc_aggregate vs pytrec_eval's evaluate()."""
     import ir_measures
-    import pandas as pd
     import pytrec_eval
 
     import ndcg_plugin
-    q = pd.read_csv(qrels, sep=" ", header=None, names=["query_id", "it", "doc_id", "relevance"],
-                    dtype={"query_id": str, "doc_id": str})
-    r = pd.read_csv(run, sep=" ", header=None, names=["query_id", "q0", "doc_id", "rank", "score", "tag"],
-                    dtype={"query_id": str, "doc_id": str})
+    q, r = _frames(qrels, run)
     measures = ndcg_plugin.parse_measures(OURS)
     qd: dict = {}
     for a, b, c in zip(q.query_id, q.doc_id, q.relevance.tolist(), strict=True):

@@ -78,11 +78,6 @@ class PluginMeasure(Measure):
                     raise ValueError(f"{name}: gains values must be finite numbers, got {k!r}: {g!r}")
         self.validated = True
 
-    def get(self, key):
-        """The parameter's value, its default, or None when neither exists."""
-        value = self[key]
-        return None if value is _NOT_PROVIDED else value
-
 
 _NDCG_PARAMS = {
     "cutoff": ParamInfo(dtype=int, required=False,
