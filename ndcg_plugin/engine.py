@@ -4,15 +4,17 @@ Pipeline (no Python loop per query or per document):
 
 1. qrels are indexed once (:class:`QrelsIndex`): query ids sorted as strings (trec_eval's
    output order), doc ids factorized, (query, doc) packed into sorted int64 keys;
-2. the run's query ids are mapped to qrels query codes (run queries absent from the qrels are
-   dropped) and its doc ids to qrels doc codes (-1: judged nowhere);
-3. one ordering per run: score descending within each query. A run that is already grouped by
-   query and sorted by score (the usual TREC file) is detected in O(n) and not sorted again;
-   otherwise a numeric lexsort. Only rows whose score ties with a neighbour are then ordered
-   by doc id (descending, string order, trec_eval's rule), so strings are sorted only where
-   ties exist;
-4. ranks within each query, relevance by a searchsorted join on the integer keys, and each
-   measure as a reduction (``np.bincount``) over those arrays.
+2. the run's query ids become codes from their runs of equal values (one string hashed per
+   query in a grouped run) and are mapped to qrels query codes; run queries absent from the
+   qrels are dropped, with a warning;
+3. only the rows that can rank within the deepest cutoff are kept (:func:`_candidates`): read
+   off directly for a ranked run (grouped by query, scores descending: the usual TREC file),
+   np.partition for a run grouped by query, one numeric sort otherwise;
+4. those rows are ordered by score descending, and only rows whose score ties with a
+   neighbour are compared as strings (doc id descending, trec_eval's rule);
+5. relevance is joined for those rows only (hash probes into the small qrels, then the packed
+   keys), unless a measure needs every row (``ideal='run'``, ``judged_only``); each measure is
+   then a reduction (``np.bincount``) over the ranked arrays.
 """
 from __future__ import annotations
 
