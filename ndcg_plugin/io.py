@@ -20,71 +20,21 @@ DataFrame or dict are converted with ``str()`` (``1`` -> ``"1"``); float ids are
 """
 from __future__ import annotations
 
-import gzip
 import inspect
 import io
 import os
-import sys
 import weakref
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import fastread
 from .columns import fingerprints, group_codes
+from .textread import _decode, _open_bytes, _parse_lines
+from .validate import VALUE_COLUMN, InputError, Kind, _from_columns
 
-Kind = Literal["qrels", "run"]
-VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
-
-
-class InputError(ValueError):
-    """Bad qrels or run input.  Carries ``source`` (file name or input description), ``line``
-    (1-based for files, row position for in-memory inputs, or None) and ``reason``."""
-
-    def __init__(self, source: str, line: int | None, reason: str, text: str | None = None):
-        self.source, self.line, self.reason, self.text = source, line, reason, text
-        where = source if line is None else f"{source}:{line}"
-        msg = f"{where}: {reason}"
-        if text is not None:
-            shown = text if len(text) <= 120 else text[:117] + "..."
-            msg += f" (line: {shown!r})"
-        super().__init__(msg)
-
-
-def _open_bytes(path: str | Path) -> tuple[bytes, str]:
-    """Return (content, source name); gzip is detected by its magic bytes, not the extension."""
-    if str(path) == "-":
-        data = sys.stdin.buffer.read()
-        source = "<stdin>"
-    else:
-        source = str(path)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise InputError(source, None, "file not found") from None
-        except IsADirectoryError:
-            raise InputError(source, None, "is a directory, expected a qrels or run file") from None
-        except PermissionError:
-            raise InputError(source, None, "permission denied") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
-            raise InputError(source, None, f"corrupt or truncated gzip data ({e})") from None
-    elif source.endswith(".gz"):
-        raise InputError(source, None, "the name ends in .gz but the content is not gzip; "
-                         "rename the file or compress it")
-    return data, source
-
-
-def _decode(data: bytes, source: str) -> str:
-    try:
-        return bytes(data).decode("utf-8-sig")  # a leading BOM is dropped
-    except UnicodeDecodeError as e:
-        raise InputError(source, None, f"not valid UTF-8 at byte {e.start}") from None
+__all__ = ["InputError", "read", "derived", "duplicate_mask", "resolve_duplicates"]
 
 
 class _NeedsLineNumbers(Exception):
@@ -104,170 +54,6 @@ def _read_bytes(data: bytes, source: str, kind: Kind, run_format: str, duplicate
     table = _parse_lines(_decode(data, source), source, kind, run_format, progress)
     table.attrs["unit"] = "line"
     return resolve_duplicates(table, kind, duplicates, source)
-
-
-def _detect_run_format(fields: list[str]) -> str:
-    return "msmarco" if len(fields) == 3 else "trec"
-
-
-def _parse_lines(text: str, source: str, kind: Kind, run_format: str, progress=None) -> pd.DataFrame:
-    """Parse TREC qrels (``qid iter docid rel``), TREC runs (``qid Q0 docid rank score tag``,
-    extra trailing columns allowed as trec_eval allows them) or MS MARCO runs
-    (``qid docid rank``: score = -rank)."""
-    qids: list[str] = []
-    dids: list[str] = []
-    vals: list[str] = []
-    lines: list[int] = []
-    fmt = run_format
-    all_lines = text.splitlines()
-    total = len(all_lines)
-    for lineno, line in enumerate(all_lines, start=1):
-        if progress is not None and lineno % 500_000 == 0:
-            progress(lineno, total)
-        fields = line.split()
-        if not fields:
-            continue  # blank lines are skipped, as trec_eval does
-        n = len(fields)
-        if kind == "qrels":
-            if n != 4:
-                raise InputError(source, lineno, f"expected 4 columns 'query_id iteration doc_id "
-                                 f"relevance' in a qrels file, got {n}", line)
-            qids.append(fields[0])
-            dids.append(fields[2])
-            vals.append(fields[3])
-        else:
-            if fmt == "auto":
-                fmt = _detect_run_format(fields)
-            if fmt == "msmarco":
-                if n != 3:
-                    raise InputError(source, lineno, f"expected 3 columns 'query_id doc_id rank' "
-                                     f"in an MS MARCO run, got {n}", line)
-                qids.append(fields[0])
-                dids.append(fields[1])
-                vals.append(fields[2])
-            else:
-                if n < 6:
-                    raise InputError(source, lineno, f"expected 6 columns 'query_id Q0 doc_id rank "
-                                     f"score run_tag' in a TREC run, got {n}", line)
-                qids.append(fields[0])
-                dids.append(fields[2])
-                vals.append(fields[4])
-        lines.append(lineno)
-    if progress is not None and total >= 500_000:
-        progress(total, total)
-    if not lines:
-        raise InputError(source, None, f"no {kind} lines found: the input is empty")
-    col = VALUE_COLUMN[kind]
-    line_numbers = np.array(lines)
-    values = _to_numbers(np.array(vals, dtype=object), source, line_numbers, kind,
-                         integer=(kind == "qrels" or fmt == "msmarco"))
-    if kind == "run" and fmt == "msmarco":
-        values = -values.astype(np.float64)  # rank 1 is best: higher score is better
-    values = _check_values(values, source, kind, line_numbers)
-    return pd.DataFrame({"query_id": qids, "doc_id": dids, col: values, "line": line_numbers})
-
-
-def _to_numbers(raw: np.ndarray, source: str, lines: np.ndarray, kind: Kind, integer: bool) -> np.ndarray:
-    what = "an integer relevance label" if kind == "qrels" else ("an integer rank" if integer else "a numeric score")
-    try:
-        return raw.astype(np.int64) if integer else raw.astype(np.float64)
-    except (ValueError, OverflowError):
-        pass
-    for i, v in enumerate(raw):  # slow path, only to find the offending line
-        try:
-            int(v) if integer else float(v)
-        except (ValueError, OverflowError):
-            raise InputError(source, int(lines[i]), f"expected {what}, got {v!r}") from None
-    raise InputError(source, None, f"could not read {what}")  # pragma: no cover
-
-
-def _ids(values: Any, source: str, name: str) -> Any:
-    """Query or doc ids as strings (a pandas string array, kept as given, or an object array).
-    Integers become str(int); floats, booleans, None/NaN and empty strings are refused. Only
-    C-speed checks run on valid input; a Python loop runs only to name an offending row."""
-    if isinstance(values, (pd.Series, pd.Index)):
-        values = values.array
-    if isinstance(getattr(values, "dtype", None), pd.StringDtype):
-        missing = np.flatnonzero(pd.isna(values))
-        if len(missing):
-            raise InputError(source, int(missing[0]), f"missing value in column {name}")
-        arr = values
-    else:
-        if isinstance(values, np.ndarray):
-            arr = values
-        elif hasattr(values, "dtype"):
-            arr = np.asarray(values)
-        else:
-            arr = np.asarray(values, dtype=object)
-        kind = arr.dtype.kind
-        if kind in "iu":
-            return arr.astype(str).astype(object)
-        if kind in "UT":
-            arr = arr.astype(object)
-        elif kind != "O":
-            what = "floats" if kind == "f" else f"of dtype {arr.dtype}"
-            raise InputError(source, None, f"{name} values are {what}; ids must be strings or integers "
-                             "(convert them explicitly, e.g. df[col].astype('Int64').astype(str))")
-        inferred = pd.api.types.infer_dtype(arr, skipna=False)
-        if inferred in ("integer", "mixed-integer"):
-            arr = np.array([v if isinstance(v, str) else _int_id(v, source, i, name) for i, v in enumerate(arr)],
-                           dtype=object)
-        elif inferred not in ("string", "empty"):
-            for i, v in enumerate(arr):
-                if not isinstance(v, str):
-                    raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
-    empty = np.flatnonzero(np.asarray(arr == ""))
-    if len(empty):
-        raise InputError(source, int(empty[0]), f"empty {name}")
-    return arr
-
-
-def _int_id(v: Any, source: str, i: int, name: str) -> str:
-    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        return str(v)
-    raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
-
-
-def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
-    col = VALUE_COLUMN[kind]
-    arr = np.asarray(values)
-    if arr.dtype.kind == "b" or (arr.dtype.kind not in "iuf" and arr.dtype.kind != "O"):
-        raise InputError(source, None, f"{col} must be numeric, got dtype {arr.dtype}")
-    if arr.dtype.kind == "O":
-        try:
-            arr = arr.astype(np.float64)
-        except (TypeError, ValueError):
-            for i, v in enumerate(values):
-                try:
-                    float(v)
-                except (TypeError, ValueError):
-                    raise InputError(source, int(lines[i]), f"{col} must be numeric, got {v!r}") from None
-    if kind == "qrels":
-        if arr.dtype.kind == "f":
-            bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
-            if len(bad):
-                raise InputError(source, int(lines[bad[0]]), f"relevance must be an integer, got {arr[bad[0]]!r}")
-            arr = arr.astype(np.int64)
-        return arr.astype(np.int64)
-    arr = arr.astype(np.float64)
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if len(bad):
-        raise InputError(source, int(lines[bad[0]]), f"score must be a finite number, got {arr[bad[0]]!r}; "
-                         "NaN or infinite scores have no defined rank")
-    return arr
-
-
-def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
-                  lines: np.ndarray | None = None) -> pd.DataFrame:
-    n = len(qids)
-    if lines is None:
-        lines = np.arange(n)
-    return pd.DataFrame({
-        "query_id": _ids(qids, source, "query_id"),
-        "doc_id": _ids(dids, source, "doc_id"),
-        VALUE_COLUMN[kind]: _check_values(values, source, kind, lines),
-        "line": lines,
-    })
 
 
 def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
