@@ -39,3 +39,13 @@ def test_cli_page_documents_every_subcommand_and_option():
                 assert action.dest.upper() in page or action.metavar in page, (path, action.dest)
 
     walk(build_parser(), "")
+
+
+def test_input_handling_table_names_existing_tests():
+    import re
+
+    page = (ROOT / "docs" / "input-handling.md").read_text()
+    names = set(re.findall(r"`(test_[a-z0-9_]+)(?:\[[^\]]*\])?`", page))
+    sources = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    missing = sorted(n for n in names if f"def {n}(" not in sources)
+    assert len(names) > 20 and not missing, missing
