@@ -172,6 +172,20 @@ def cmd_crosscheck(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    from .explain import explain
+    measure = _parse_measures([args.measure])
+    if len(measure) != 1:
+        raise UsageError("explain takes one measure")
+    qrels = io.read(args.qrels, "qrels", duplicates=args.duplicates)
+    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+    try:
+        print(explain(qrels, run, args.query, measure[0]).text(args.places))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return 0
+
+
 def cmd_measures(args) -> int:
     for m in ALL:
         print(f"{m.NAME}: {m.SHORT_DESC}")
@@ -215,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
                    "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
     c.set_defaults(func=cmd_crosscheck)
+
+    x = sub.add_parser("explain", help="show how one query's score is computed")
+    common(x)
+    x.add_argument("--query", required=True, help="the query id")
+    x.add_argument("-m", "--measure", required=True, help="one plugin measure, e.g. NDCG_exp@10")
+    x.set_defaults(func=cmd_explain)
 
     m = sub.add_parser("measures", help="list the plugin's measures and their parameters")
     m.set_defaults(func=cmd_measures)

@@ -312,6 +312,13 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     return order
 
 
+def query_order(run: pd.DataFrame) -> np.ndarray:
+    """Row positions of a run table in trec_eval's order (by query, score descending, doc id
+    descending), as the engine ranks them."""
+    group = group_codes(run["query_id"].array)[0]
+    return _order(group, run["score"].to_numpy(dtype=np.float64), as_arrow_strings(run["doc_id"].array))
+
+
 def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     nq = index.nq
     returned = rows.returned(nq)
