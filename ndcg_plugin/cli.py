@@ -186,6 +186,30 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from . import compare as cmp
+    names = args.names or [os.path.basename(r) for r in args.runs]
+    if len(names) != len(args.runs):
+        raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
+    if len(set(names)) != len(names):
+        raise UsageError(f"run names must differ, got {names}; use --names")
+    runs = {n: io.read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
+            for n, r in zip(names, args.runs, strict=True)}
+    qrels, _ = _read_qrels(args)
+    baseline = None
+    if args.baseline:
+        baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
+    try:
+        table = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
+                            correction=args.correction, alpha=args.alpha, permutations=args.permutations)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    writer = {"markdown": lambda t: cmp.to_markdown(t, args.places), "latex": lambda t: cmp.to_latex(t, args.places),
+              "csv": cmp.to_csv, "jsonl": cmp.to_jsonl}[args.output]
+    print(writer(table))
+    return 0
+
+
 def cmd_measures(args) -> int:
     for m in ALL:
         print(f"{m.NAME}: {m.SHORT_DESC}")
@@ -229,6 +253,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
                    "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
     c.set_defaults(func=cmd_crosscheck)
+
+    c2 = sub.add_parser("compare", help="compare runs with paired significance tests; Markdown/LaTeX tables")
+    c2.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
+    c2.add_argument("runs", nargs="+", help="two or more run files")
+    c2.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
+    c2.add_argument("--baseline", help="the run the others are tested against (default: the first)")
+    c2.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
+    c2.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
+                    help="paired test over queries (default t)")
+    c2.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
+                    help="multiple-comparison correction over (run, measure) pairs (default holm)")
+    c2.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    c2.add_argument("--permutations", type=int, default=10_000,
+                    help="randomization flips / bootstrap resamples (default 10000; seeded)")
+    c2.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    c2.add_argument("-p", "--places", type=int, default=4, help="decimal places (default 4)")
+    c2.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto", help="as for eval")
+    c2.add_argument("--duplicates", choices=["error", "first", "max"], default="error", help="as for eval")
+    c2.set_defaults(func=cmd_compare)
 
     x = sub.add_parser("explain", help="show how one query's score is computed")
     common(x)

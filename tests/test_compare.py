@@ -1,0 +1,105 @@
+"""compare: significance tests cross-checked against scipy and brute force; table formats."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import pytrec_eval
+from scipy import stats
+
+from ndcg_plugin import compare as cmp
+from ndcg_plugin.cli import main
+
+from .conftest import msmarco_file
+
+
+def dl19_runs(tmp_path):
+    """The DL19 BM25 run, a copy with the top 20 of every query reversed, and a copy cut to 5 docs."""
+    lines = msmarco_file("run.dl19-passage.bm25.trec").read_text().splitlines()
+    rows = [line.split() for line in lines]
+    base = "\n".join(lines) + "\n"
+    rerank = "".join(f"{q} Q0 {d} {r} {(-float(s) if int(r) <= 20 else float(s) - 100):.6f} rr\n"
+                     for q, _, d, r, s, _ in rows)
+    cut = "".join(" ".join(r) + "\n" for r in rows if int(r[3]) <= 5)
+    paths = {}
+    for name, text in (("bm25", base), ("reversed20", rerank), ("top5", cut)):
+        paths[name] = tmp_path / name
+        paths[name].write_text(text)
+    return paths
+
+
+def pytrec_ndcg10(qrels_path, run_path) -> dict:
+    q, r = {}, {}
+    for line in open(qrels_path):
+        a, _, d, rel = line.split()
+        q.setdefault(a, {})[d] = int(rel)
+    for line in open(run_path):
+        a, _, d, _, s, _ = line.split()
+        r.setdefault(a, {})[d] = float(s)
+    res = pytrec_eval.RelevanceEvaluator(q, {"ndcg_cut.10"}).evaluate(r)
+    return {qid: res.get(qid, {}).get("ndcg_cut_10", 0.0) for qid in sorted(q)}
+
+
+def test_t_test_p_values_equal_scipy_on_pytrec_eval_values(tmp_path):
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    runs = dl19_runs(tmp_path)
+    table = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()}, ["NDCG_lin@10"], correction="none")
+    base = pytrec_ndcg10(qrels, runs["bm25"])
+    for name in ("reversed20", "top5"):
+        other = pytrec_ndcg10(qrels, runs[name])
+        expected = stats.ttest_rel([other[q] for q in base], [base[q] for q in base]).pvalue
+        assert table.loc[name, "p:NDCG_lin@10"] == pytest.approx(expected, rel=1e-9, abs=1e-300)
+        assert table.loc[name, "NDCG_lin@10"] == pytest.approx(np.mean(list(other.values())), abs=1e-12)
+
+
+def test_randomization_equals_brute_force_on_tiny_inputs():
+    rng = np.random.default_rng(3)
+    for n in range(1, 11):
+        d = rng.normal(size=n).round(2)
+        observed = abs(d.mean())
+        flips = [abs(np.dot(s, d)) / n for s in itertools.product((-1, 1), repeat=n)]
+        brute = sum(f >= observed - 1e-12 for f in flips) / len(flips)
+        assert cmp._randomization(d, 10_000, seed=0) == pytest.approx(brute, abs=1e-12)
+
+
+def test_randomization_monte_carlo_is_seeded_and_close_to_exact():
+    d = np.random.default_rng(5).normal(0.1, 1.0, size=16)  # 2^16 > 10,000: Monte Carlo
+    exact = cmp._randomization(d, 2 ** 16, seed=0)  # 2^16 flips: exact
+    approx = cmp._randomization(d, 10_000, seed=1)
+    assert approx == cmp._randomization(d, 10_000, seed=1)
+    assert abs(approx - exact) < 0.02
+
+
+def test_holm_correction():
+    assert cmp._correct([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert cmp._correct([0.01, 0.04], "bonferroni") == pytest.approx([0.02, 0.08])
+
+
+def test_markdown_and_latex_tables_for_three_runs(tmp_path):
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    runs = dl19_runs(tmp_path)
+    table = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()},
+                        ["NDCG_lin@10", "MRR_zero(rel=2)@10", "MRR_ignore(rel=2)@10"], test="randomization")
+    md = cmp.to_markdown(table).splitlines()
+    assert md[0] == "| run | NDCG_lin@10 | MRR_zero(rel=2)@10 | MRR_ignore(rel=2)@10 |"
+    assert [line.split(" | ")[0] for line in md[2:5]] == ["| bm25", "| reversed20", "| top5"]
+    assert "**" in md[2] and "†" in md[3]  # bm25 best on NDCG; reversing the top 20 is significant
+    assert "MRR_ignore pairs only the queries with a value in both runs" in md[-1]
+    tex = cmp.to_latex(table)
+    assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
+    assert r"\begin{tabular}{lrrr}" in tex and tex.count(r"\\") == 4 and r"\textbf{" in tex
+    assert r"NDCG\_lin@10" in tex and "$^\\dagger$" in tex
+    body = [line for line in tex.splitlines() if line.endswith(r"\\")]
+    assert all(line.count("&") == 3 for line in body)
+
+
+def test_compare_cli_formats(tmp_path, capsys):
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    runs = dl19_runs(tmp_path)
+    args = ["compare", str(qrels), *(str(p) for p in runs.values()), "-m", "NDCG_lin@10"]
+    assert main(args) == 0 and "| bm25 |" in capsys.readouterr().out
+    assert main([*args, "-o", "csv"]) == 0 and "p:NDCG_lin@10" in capsys.readouterr().out.splitlines()[0]
+    assert main([*args, "-o", "jsonl", "--test", "bootstrap", "--permutations", "500"]) == 0
+    assert '"ci:NDCG_lin@10": [' in capsys.readouterr().out
+    assert main([*args, "--baseline", "nope"]) == 2
