@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
-from . import io
+from . import io, ties
 from .columns import as_arrow_strings, group_codes, take_sorted
 from .measures import PluginMeasure
 
@@ -44,6 +44,7 @@ class Spec:
     ideal: str = "qrels"
     gains: tuple = ()      # sorted ((label, gain), ...)
     judged_only: bool = False
+    ties: str = "trec"     # "trec" (doc id descending) | "average" (expected value over tied orders)
 
 
 def spec_of(measure) -> Spec:
@@ -59,10 +60,11 @@ def spec_of(measure) -> Spec:
     cutoff = param("cutoff")
     gains = tuple(sorted((param("gains") or {}).items()))
     if isinstance(measure, PluginMeasure):
+        ties = param("ties", "trec")
         if measure.FAMILY == "ndcg":
             return Spec("ndcg", measure.VARIANT, cutoff, ideal=param("ideal", "qrels"), gains=gains,
-                        judged_only=bool(param("judged_only", False)))
-        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1))
+                        judged_only=bool(param("judged_only", False)), ties=ties)
+        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=ties)
     if measure.NAME == "nDCG":
         variant = "exp" if param("dcg", "log2") == "exp-log2" else "linear"
         return Spec("ndcg", variant, cutoff, gains=gains, judged_only=bool(param("judged_only", False)))
@@ -159,6 +161,7 @@ class RankedRun:
     rank: np.ndarray
     rel: np.ndarray
     judged: np.ndarray
+    score: np.ndarray
     returned: np.ndarray
     pool_q: np.ndarray
     pool_rel: np.ndarray
@@ -327,19 +330,28 @@ def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     order = _order(cand.group, cand.score, cand.docs)
     rank = _group_ranks(cand.group[order])
     if depth is not None:
-        keep = rank < depth
+        # the rows above depth, and those tied with the last of them: a tie group that
+        # straddles a cutoff stays whole, for ties="average"
+        group_sorted, score_sorted = cand.group[order], cand.score[order]
+        at = rank == depth - 1
+        kth = np.full(int(group_sorted.max()) + 1 if len(group_sorted) else 0, np.nan)
+        kth[group_sorted[at]] = score_sorted[at]
+        keep = (rank < depth) | (score_sorted == kth[group_sorted])
         order, rank = order[keep], rank[keep]
     pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
     empty = np.zeros(0, dtype=np.int64)
     return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
-                     returned=returned, pool_q=empty if pool is None else rows.q[pool],
+                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.q[pool],
                      pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
 
 
 def _ndcg(index: QrelsIndex, rr: RankedRun, spec: Spec) -> Values:
     gain = np.where(rr.judged, gain_of(rr.rel, spec), 0.0)
-    keep = rr.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(rr.q), dtype=bool)
-    dcg = np.bincount(rr.q[keep], weights=gain[keep] / np.log2(rr.rank[keep] + 2.0), minlength=rr.nq)
+    if spec.ties == "average":
+        dcg = ties.ndcg_dcg(rr, gain, spec.cutoff)
+    else:
+        keep = rr.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(rr.q), dtype=bool)
+        dcg = np.bincount(rr.q[keep], weights=gain[keep] / np.log2(rr.rank[keep] + 2.0), minlength=rr.nq)
     if spec.ideal == "run":
         idcg = _ideal_dcg(rr.pool_q, gain_of(rr.pool_rel, spec), spec.cutoff, rr.nq)
     else:
@@ -356,7 +368,13 @@ def _relevant_in_k(rr: RankedRun, spec: Spec) -> np.ndarray:
 
 
 def _hitrate(rr: RankedRun, spec: Spec) -> Values:
-    hits = np.bincount(rr.q[_relevant_in_k(rr, spec)], minlength=rr.nq).astype(np.float64)
+    if spec.ties == "average":
+        relevant = rr.judged & (rr.rel >= spec.rel)
+        if spec.variant == "query":
+            return Values(ties.hit_probability(rr, relevant, spec.cutoff))
+        hits = ties.expected_hits(rr, relevant, spec.cutoff)
+    else:
+        hits = np.bincount(rr.q[_relevant_in_k(rr, spec)], minlength=rr.nq).astype(np.float64)
     if spec.variant == "query":
         return Values((hits > 0).astype(np.float64))
     returned = rr.returned.astype(np.float64)
@@ -367,6 +385,9 @@ def _hitrate(rr: RankedRun, spec: Spec) -> Values:
 
 
 def _mrr(rr: RankedRun, spec: Spec) -> Values:
+    if spec.ties == "average":
+        relevant = rr.judged & (rr.rel >= spec.rel)
+        return Values(ties.reciprocal_rank(rr, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
     hit = _relevant_in_k(rr, spec)
     first = np.full(rr.nq, np.inf)
     np.minimum.at(first, rr.q[hit], rr.rank[hit].astype(np.float64))

@@ -79,6 +79,10 @@ class PluginMeasure(Measure):
         self.validated = True
 
 
+TIES = ParamInfo(dtype=str, choices=["trec", "average"], default="trec",
+                 desc="tied scores: 'trec' orders them by doc id descending (trec_eval); 'average' takes the "
+                      "expected value over all orders of the tied docs, in closed form (see ndcg_plugin.ties)")
+
 _NDCG_PARAMS = {
     "cutoff": ParamInfo(dtype=int, required=False,
                         desc="ranking cutoff threshold k; without it the whole ranked list counts"),
@@ -89,6 +93,7 @@ _NDCG_PARAMS = {
                                         "the family's gain"),
     "judged_only": ParamInfo(dtype=bool, default=False,
                              desc="drop unjudged documents before ranking and cutting (as ir-measures)"),
+    "ties": TIES,
 }
 
 
@@ -131,6 +136,7 @@ class _NDCG_exp(_NDCG):
 _CUT_REL_PARAMS = {
     "cutoff": ParamInfo(dtype=int, required=True, desc=CUTOFF_DESC),
     "rel": ParamInfo(dtype=int, default=1, desc=REL_DESC),
+    "ties": TIES,
 }
 
 
