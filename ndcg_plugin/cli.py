@@ -207,6 +207,12 @@ def cmd_compare(args) -> int:
     writer = {"markdown": lambda t: cmp.to_markdown(t, args.places), "latex": lambda t: cmp.to_latex(t, args.places),
               "csv": cmp.to_csv, "jsonl": cmp.to_jsonl}[args.output]
     print(writer(table))
+    if args.plot:
+        try:
+            cmp.plot(table, args.plot)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        print(f"ndcg-plugin: wrote {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -268,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     c2.add_argument("--permutations", type=int, default=10_000,
                     help="randomization flips / bootstrap resamples (default 10000; seeded)")
     c2.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    c2.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
     c2.add_argument("-p", "--places", type=int, default=4, help="decimal places (default 4)")
     c2.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto", help="as for eval")
     c2.add_argument("--duplicates", choices=["error", "first", "max"], default="error", help="as for eval")

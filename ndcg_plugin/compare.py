@@ -141,8 +141,36 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
             rows[name][f"ci:{m}"] = ci
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.attrs.update(baseline=baseline, test=test, correction=correction, alpha=alpha,
-                       measures=[str(m) for m in measures], ignore=any(m.NAME == MRR_ignore.NAME for m in measures))
+                       measures=[str(m) for m in measures], ignore=any(m.NAME == MRR_ignore.NAME for m in measures),
+                       per_query={name: {str(m): v.to_dict() for m, v in values[name].items()} for name in names})
     return table
+
+
+def plot(table: pd.DataFrame, path: str) -> None:
+    """Per-query differences, each run minus the baseline, sorted, one panel per measure (PNG)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'ndcg-plugin[plot]'") from None
+    a = table.attrs
+    others = [n for n in table.index if n != a["baseline"]]
+    measures = a["measures"]
+    fig, axes = plt.subplots(len(measures), 1, figsize=(8, 2.8 * len(measures)), squeeze=False)
+    for ax, m in zip(axes[:, 0], measures, strict=True):
+        base = pd.Series(a["per_query"][a["baseline"]][m])
+        for name in others:
+            diff = (pd.Series(a["per_query"][name][m]) - base).dropna().sort_values(ascending=False)
+            ax.bar(np.arange(len(diff)), diff.to_numpy(), width=1.0, alpha=0.6, label=f"{name} - {a['baseline']}")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_title(f"{m}: per-query difference from {a['baseline']} (sorted)")
+        ax.set_xlabel("queries")
+        ax.set_ylabel("difference")
+        ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def _cells(table: pd.DataFrame, places: int, bold, mark) -> list[list[str]]:

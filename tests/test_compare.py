@@ -103,3 +103,12 @@ def test_compare_cli_formats(tmp_path, capsys):
     assert main([*args, "-o", "jsonl", "--test", "bootstrap", "--permutations", "500"]) == 0
     assert '"ci:NDCG_lin@10": [' in capsys.readouterr().out
     assert main([*args, "--baseline", "nope"]) == 2
+
+
+def test_plot_writes_a_png(tmp_path):
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    runs = dl19_runs(tmp_path)
+    out = tmp_path / "diff.png"
+    assert main(["compare", str(qrels), *(str(p) for p in runs.values()), "-m", "NDCG_lin@10", "MRR_zero@10",
+                 "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
