@@ -17,12 +17,16 @@ from .columns import as_arrow_strings
 
 _STR = pa.large_string()  # what pandas' string arrays hold: no conversion when wrapping
 
-# kind/format -> (number of columns, {column index: (name, arrow type)})
-LAYOUTS = {
-    "qrels": (4, {0: ("query_id", _STR), 2: ("doc_id", _STR), 3: ("relevance", pa.int64())}),
-    "trec": (6, {0: ("query_id", _STR), 2: ("doc_id", _STR), 4: ("score", pa.float64())}),
-    "msmarco": (3, {0: ("query_id", _STR), 1: ("doc_id", _STR), 2: ("score", pa.int64())}),
-}
+# layout -> (number of columns, positions of query_id, doc_id and the value): shared with the
+# line parser (textread)
+LAYOUTS = {"qrels": (4, (0, 2, 3)), "trec": (6, (0, 2, 4)), "msmarco": (3, (0, 1, 2))}
+_VALUE_TYPE = {"qrels": ("relevance", pa.int64()), "trec": ("score", pa.float64()), "msmarco": ("score", pa.int64())}
+
+
+def _columns(layout: str) -> dict:
+    """{column index: (name, arrow type)} of the columns read."""
+    q_at, d_at, v_at = LAYOUTS[layout][1]
+    return {q_at: ("query_id", _STR), d_at: ("doc_id", _STR), v_at: _VALUE_TYPE[layout]}
 
 
 def _first_line(data) -> bytes:
@@ -75,7 +79,7 @@ def parse(data, kind: str, run_format: str, progress=None, gzipped: bool = False
     if found is None:
         return None
     name, delim = found
-    ncols, wanted = LAYOUTS[name]
+    ncols, wanted = LAYOUTS[name][0], _columns(name)
     names = [f"c{i}" for i in range(ncols)]
 
     def invalid(row):

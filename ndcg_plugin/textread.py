@@ -11,7 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .fastread import LAYOUTS
 from .validate import VALUE_COLUMN, InputError, Kind, _check_values
+
+_EXPECTED = {"qrels": "'query_id iteration doc_id relevance' in a qrels file",
+             "trec": "'query_id Q0 doc_id rank score run_tag' in a TREC run",
+             "msmarco": "'query_id doc_id rank' in an MS MARCO run"}
 
 
 def _open_bytes(path: str | Path) -> tuple[bytes, str]:
@@ -70,30 +75,16 @@ def _parse_lines(text: str, source: str, kind: Kind, run_format: str, progress=N
         if not fields:
             continue  # blank lines are skipped, as trec_eval does
         n = len(fields)
-        if kind == "qrels":
-            if n != 4:
-                raise InputError(source, lineno, f"expected 4 columns 'query_id iteration doc_id "
-                                 f"relevance' in a qrels file, got {n}", line)
-            qids.append(fields[0])
-            dids.append(fields[2])
-            vals.append(fields[3])
-        else:
-            if fmt == "auto":
-                fmt = _detect_run_format(fields)
-            if fmt == "msmarco":
-                if n != 3:
-                    raise InputError(source, lineno, f"expected 3 columns 'query_id doc_id rank' "
-                                     f"in an MS MARCO run, got {n}", line)
-                qids.append(fields[0])
-                dids.append(fields[1])
-                vals.append(fields[2])
-            else:
-                if n < 6:
-                    raise InputError(source, lineno, f"expected 6 columns 'query_id Q0 doc_id rank "
-                                     f"score run_tag' in a TREC run, got {n}", line)
-                qids.append(fields[0])
-                dids.append(fields[2])
-                vals.append(fields[4])
+        if fmt == "auto":
+            fmt = _detect_run_format(fields)
+        layout = "qrels" if kind == "qrels" else fmt
+        ncols, columns = LAYOUTS[layout]
+        if n < ncols or (n > ncols and layout != "trec"):  # trec_eval accepts extra run columns
+            raise InputError(source, lineno, f"expected {ncols} columns {_EXPECTED[layout]}, got {n}", line)
+        q_at, d_at, v_at = columns
+        qids.append(fields[q_at])
+        dids.append(fields[d_at])
+        vals.append(fields[v_at])
         lines.append(lineno)
     if progress is not None and total >= 500_000:
         progress(total, total)
