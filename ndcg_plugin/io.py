@@ -41,17 +41,19 @@ class _NeedsLineNumbers(Exception):
     """A table from the columnar path has a problem whose message needs line numbers."""
 
 
-def _read_bytes(data: bytes, source: str, kind: Kind, run_format: str, duplicates: str,
-                progress) -> pd.DataFrame:
-    """Columnar parse first (fastread); the line-by-line parser for anything it declines, and to
-    name the lines of a duplicate it found."""
-    table = fastread.parse(data, kind, run_format, progress)
-    if table is not None:
-        try:
-            return resolve_duplicates(table, kind, duplicates, source)
-        except _NeedsLineNumbers:
-            pass
-    table = _parse_lines(_decode(data, source), source, kind, run_format, progress)
+def _read_file(columnar: Any, load_bytes, source: str, kind: Kind, run_format: str, duplicates: str,
+               progress, gzipped: bool = False) -> pd.DataFrame:
+    """Columnar parse of ``columnar`` (a path or bytes; None to skip it) first; the line-by-line
+    parser on ``load_bytes()`` for anything it declines, and to name the lines of a duplicate it
+    found. Each parser reads the file at most once."""
+    if columnar is not None:
+        table = fastread.parse(columnar, kind, run_format, progress, gzipped=gzipped)
+        if table is not None:
+            try:
+                return resolve_duplicates(table, kind, duplicates, source)
+            except _NeedsLineNumbers:
+                pass
+    table = _parse_lines(_decode(load_bytes(), source), source, kind, run_format, progress)
     table.attrs["unit"] = "line"
     return resolve_duplicates(table, kind, duplicates, source)
 
@@ -133,23 +135,21 @@ def _read_any(data: Any, kind: Kind, run_format: str, source: str | None, duplic
         data = path
     if isinstance(data, (str, os.PathLike)) and (isinstance(data, os.PathLike) or "\n" not in data):
         src = source or ("<stdin>" if str(data) == "-" else str(data))
-        if str(data) != "-" and os.path.isfile(data) and os.path.getsize(data) > 0:
-            with open(data, "rb") as f:
-                gzipped = f.read(2) == b"\x1f\x8b"
-            table = fastread.parse(str(data), kind, run_format, progress, gzipped=gzipped)
-            if table is not None and not (src.endswith(".gz") and not gzipped):
-                try:
-                    return resolve_duplicates(table, kind, duplicates, src)
-                except _NeedsLineNumbers:
-                    pass
-        content, _ = _open_bytes(data)
-        return _read_bytes(content, src, kind, run_format, duplicates, progress)
+        if str(data) == "-" or not os.path.isfile(data) or os.path.getsize(data) == 0:
+            content = _open_bytes(data)[0]  # stdin, a pipe, an empty or a missing file: bytes once
+            return _read_file(content, lambda: content, src, kind, run_format, duplicates, progress)
+        with open(data, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        # a regular file streams into the columnar reader; a fake .gz is for _open_bytes to refuse
+        columnar = str(data) if gzipped or not str(data).endswith(".gz") else None
+        return _read_file(columnar, lambda: _open_bytes(data)[0], src, kind, run_format, duplicates, progress,
+                          gzipped=gzipped)
     if isinstance(data, io.IOBase) or hasattr(data, "read"):
         content = data.read()
         if isinstance(content, str):
             content = content.encode("utf-8")
-        return _read_bytes(content, source or getattr(data, "name", "<stream>"), kind, run_format, duplicates,
-                           progress)
+        return _read_file(content, lambda: content, source or getattr(data, "name", "<stream>"), kind, run_format,
+                          duplicates, progress)
     if isinstance(data, str):  # the text of a file
         table = _parse_lines(data, source or "<text>", kind, run_format)
         table.attrs["unit"] = "line"
