@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
-from . import io, ties
+from . import ties
 from .columns import as_arrow_strings, group_codes, take_sorted
 from .measures import PluginMeasure
 
@@ -232,7 +232,7 @@ def _report_unmatched(unmatched: int, total: int) -> None:
 
 def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels."""
-    group, q_uniques, sizes = io.derived(run, "query_codes", lambda: group_codes(run["query_id"].array))
+    group, q_uniques, sizes = group_codes(run["query_id"].array)
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     docs = as_arrow_strings(run["doc_id"].array)

@@ -75,7 +75,7 @@ def _int_id(v: Any, source: str, i: int, name: str) -> str:
     raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
 
 
-def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
+def check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
     col = VALUE_COLUMN[kind]
     arr = np.asarray(values)
     if arr.dtype.kind == "b" or (arr.dtype.kind not in "iuf" and arr.dtype.kind != "O"):
@@ -104,7 +104,7 @@ def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np
     return arr
 
 
-def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
+def from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
                   lines: np.ndarray | None = None) -> pd.DataFrame:
     n = len(qids)
     if lines is None:
@@ -112,6 +112,6 @@ def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
     return pd.DataFrame({
         "query_id": _ids(qids, source, "query_id"),
         "doc_id": _ids(dids, source, "doc_id"),
-        VALUE_COLUMN[kind]: _check_values(values, source, kind, lines),
+        VALUE_COLUMN[kind]: check_values(values, source, kind, lines),
         "line": lines,
     })
