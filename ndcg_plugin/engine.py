@@ -219,7 +219,7 @@ class _Rows:
         return self
 
 
-def _report_unmatched(unmatched: int, total: int) -> None:
+def report_unmatched(unmatched: int, total: int) -> None:
     """A warning (shown once per message) when run queries are not in the qrels."""
     if total and unmatched == total:
         warnings.warn(f"0 of {total} run queries are in the qrels: no query in common, so every qrels query "
@@ -230,14 +230,18 @@ def _report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def _join(index: QrelsIndex, run: pd.DataFrame) -> _Rows:
-    """Map run queries to qrels codes, dropping the run queries absent from the qrels."""
+def _join(index: QrelsIndex, run: pd.DataFrame, counts: list | None = None) -> _Rows:
+    """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
+    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
     group, q_uniques, sizes = group_codes(run["query_id"].array)
     q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     docs = as_arrow_strings(run["doc_id"].array)
     score = run["score"].to_numpy(dtype=np.float64)
-    _report_unmatched(int((q_map < 0).sum()), len(q_map))
+    if counts is None:
+        report_unmatched(int((q_map < 0).sum()), len(q_map))
+    else:
+        counts.append((int((q_map < 0).sum()), len(q_map)))
     if (q_map < 0).any():  # run queries absent from the qrels are ignored
         rows = np.flatnonzero(q >= 0)
         group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)
@@ -395,11 +399,13 @@ def _mrr(rr: RankedRun, spec: Spec) -> Values:
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
 
-def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec]) -> dict[Spec, Values]:
+def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec],
+            counts: list | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
-    setting, only as deep as the deepest cutoff asks."""
+    setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are
+    reported in a warning, or counted into ``counts`` (see :func:`_join`)."""
     specs = list(dict.fromkeys(specs))
-    rows = _join(index, run)
+    rows = _join(index, run, counts)
     if any(s.judged_only or s.ideal == "run" for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     ranked: dict[bool, RankedRun] = {}

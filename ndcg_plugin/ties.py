@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln
 
 
 def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln  # only ties='average' needs scipy: imported on first use
+
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
@@ -66,7 +67,7 @@ def ndcg_dcg(rr, gain: np.ndarray, k: int | None) -> np.ndarray:
 def expected_hits(rr, relevant: np.ndarray, k: int) -> np.ndarray:
     """E[number of relevant docs in the top k] per query."""
     _, size, _, q_of, m, r = _groups(rr, k, relevant)
-    return np.bincount(q_of, weights=r * m / np.maximum(size, 1), minlength=rr.nq)
+    return np.bincount(q_of, weights=r * m / np.maximum(size, 1), minlength=rr.nq).astype(np.float64)
 
 
 def hit_probability(rr, relevant: np.ndarray, k: int) -> np.ndarray:

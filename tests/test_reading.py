@@ -226,3 +226,23 @@ def test_numbers_agree_with_python_and_trec_eval_syntax_on_both_paths():
     slow = parse(text, "run", "auto", 1 << 20, False)
     assert fast == slow and fast[2] == [float(v) for v in values]
     assert np.all(np.isfinite(fast[2]))
+
+
+# --- no state remembered about a table --------------------------------------------------
+
+def test_a_table_changed_in_place_is_evaluated_as_it_is_now():
+    qrels = read("q1 0 a 1\nq2 0 b 1\n", "qrels")
+    run = read("q1 Q0 a 1 2.0 t\nq2 Q0 b 1 1.0 t\n", "run")
+    measures = [NDCG_lin @ 10]
+    assert ir_measures.calc_aggregate(measures, qrels, run)[NDCG_lin @ 10] == 1.0
+    run["query_id"] = ["q9", "q9"]  # same length, changed in place: no query in common any more
+    with pytest.warns(RuntimeWarning):
+        assert ir_measures.calc_aggregate(measures, qrels, run)[NDCG_lin @ 10] == 0.0
+
+
+def test_a_nan_score_set_in_place_is_refused():
+    qrels = read("q1 0 a 1\n", "qrels")
+    run = read("q1 Q0 a 1 2.0 t\n", "run")
+    run.loc[0, "score"] = float("nan")
+    with pytest.raises(InputError, match="missing value in column score"):
+        ir_measures.calc_aggregate([NDCG_lin @ 10], qrels, run)

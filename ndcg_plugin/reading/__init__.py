@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import memory
+from . import memory, sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
 from .formats import RUN_FORMATS
 from .lines import Parsed
