@@ -24,13 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.measures.base import _NOT_PROVIDED
 
 from . import ties
-from .columns import as_arrow_strings, group_codes, take_sorted
+from .columns import as_arrow_strings, factorize, group_codes, take_sorted
 from .measures import PluginMeasure
 
 
@@ -83,23 +82,38 @@ class Values:
     returned: np.ndarray | None = None
 
 
+def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read`, or
+    the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`)."""
+    if hasattr(table, "layout"):  # reader columns: no pandas on this path
+        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value)
+    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
+            table[value].to_numpy())
+
+
 class QrelsIndex:
     """Qrels prepared once, reusable for any number of runs."""
 
-    def __init__(self, qrels: pd.DataFrame):
-        qids = qrels["query_id"].to_numpy(dtype=object)
-        self.qids = np.array(sorted(set(qids)), dtype=object)
-        self.query_index = pd.Index(self.qids)
-        self.q = self.query_index.get_indexer(qids).astype(np.int64)
-        doc_codes, doc_uniques = pd.factorize(qrels["doc_id"].to_numpy(dtype=object))
-        self.doc_values = pa.array(np.asarray(doc_uniques, dtype=object), type=pa.string())
+    def __init__(self, qrels):
+        qids, docs, rel = columns_of(qrels, "relevance")
+        uniques = qids.unique()
+        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
+        self.qids = np.array(self.qid_values.to_pylist(), dtype=object)
+        self.q = self.code_of(qids)
+        doc_codes, doc_uniques = factorize(docs)
+        self.doc_values = doc_uniques
         self.ndocs = max(len(doc_uniques), 1)
         keys = self.q * self.ndocs + doc_codes
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
-        self.rel = qrels["relevance"].to_numpy(dtype=np.int64)[order]
+        self.rel = np.asarray(rel, dtype=np.int64)[order]
         self.key_q = self.q[order]
         self._ideal_cache: dict = {}
+
+    def code_of(self, values) -> np.ndarray:
+        """Code (position in ``qids``) of each query id, -1 for ids not in the qrels."""
+        codes = pc.index_in(as_arrow_strings(values), value_set=self.qid_values).fill_null(-1)
+        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
 
     @property
     def nq(self) -> int:
@@ -230,14 +244,14 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def _join(index: QrelsIndex, run: pd.DataFrame, counts: list | None = None) -> _Rows:
+def _join(index: QrelsIndex, run, counts: list | None = None) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
-    group, q_uniques, sizes = group_codes(run["query_id"].array)
-    q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
+    qids, docs, score = columns_of(run, "score")
+    score = score.astype(np.float64, copy=False)
+    group, q_uniques, sizes = group_codes(qids)
+    q_map = index.code_of(q_uniques)
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
-    docs = as_arrow_strings(run["doc_id"].array)
-    score = run["score"].to_numpy(dtype=np.float64)
     if counts is None:
         report_unmatched(int((q_map < 0).sum()), len(q_map))
     else:
@@ -313,13 +327,16 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        tied = docs.take(order[rows]).to_numpy(zero_copy_only=False)
-        doc_rank, _ = pd.factorize(tied, sort=True)  # codes follow string (code point = UTF-8 byte) order
+        tied = docs.take(order[rows])
+        if isinstance(tied, pa.ChunkedArray):
+            tied = tied.combine_chunks()
+        # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
+        doc_rank = pc.rank(tied, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
         order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
     return order
 
 
-def query_order(run: pd.DataFrame) -> np.ndarray:
+def query_order(run) -> np.ndarray:
     """Row positions of a run table in trec_eval's order (by query, score descending, doc id
     descending), as the engine ranks them."""
     group = group_codes(run["query_id"].array)[0]
@@ -399,7 +416,7 @@ def _mrr(rr: RankedRun, spec: Spec) -> Values:
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
 
-def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec],
+def compute(index: QrelsIndex, run, specs: Iterable[Spec],
             counts: list | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
     setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are

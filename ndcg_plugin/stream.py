@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, reading
+from .reading.duplicates import resolve_duplicates
+from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
 from .reading.sources import BLOCK_BYTES, blocks, parse_blocks, source_name
 
@@ -76,6 +78,11 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield pending
 
 
+def _no_rows() -> Parsed:
+    none = pa.array([], type=pa.large_string())
+    return Parsed(LAYOUTS["trec"], none, none, np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
 def _merge(out: dict, part: dict, present: np.ndarray) -> None:
     for spec, vals in part.items():
         acc = out[spec]
@@ -103,7 +110,7 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
 
 
 def _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress) -> dict:
-    empty = engine.compute(index, reading.memory.empty("run"), specs, counts=[])
+    empty = engine.compute(index, _no_rows(), specs, counts=[])
     out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                             None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
     seen: set[str] = set()
@@ -113,20 +120,20 @@ def _stream(index, run, source, specs, run_format, duplicates, block_bytes, prog
     pieces = parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format)
     for part in complete_queries(pieces):
         any_rows = True
-        uniques = pc.unique(part.query_id).to_pylist()
-        if not seen.isdisjoint(uniques):
+        uniques = pc.unique(part.query_id)
+        names = uniques.to_pylist()
+        if not seen.isdisjoint(names):
             raise _Regrouped()
-        seen.update(uniques)
+        seen.update(names)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
-        table = reading.to_table([part], "run")
         try:
-            table = reading.resolve_duplicates(table, "run", duplicates, source)
+            table = resolve_duplicates(part, "run", duplicates, source)
         except reading.InputError as e:
             pending_error = e
             continue
         values = engine.compute(index, table, specs, counts=counts)
-        present = index.query_index.get_indexer(np.asarray(uniques, dtype=object))
+        present = index.code_of(uniques)
         _merge(out, values, present[present >= 0])
     if not any_rows:
         raise reading.InputError(source, None, "no run lines found: the input is empty")

@@ -49,7 +49,8 @@ def same_values(a: dict, b: dict) -> None:
                 np.testing.assert_array_equal(x, y, err_msg=f"{spec} {field}")  # NaN equals NaN here
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=collections(), data=st.data())
 def test_streaming_equals_in_memory_on_random_cases_cut_anywhere(tmp_path, case, data):
     qrels, run = case
