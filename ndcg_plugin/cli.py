@@ -20,6 +20,7 @@ from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
 from .datasets import DatasetError
 from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
+from .provider import evaluate_tables
 
 SUMMARY_QID = "all"
 
@@ -88,6 +89,16 @@ def _plugin_counterparts(measures: list) -> list:
     return out
 
 
+def _note_other_providers(routed) -> None:
+    """One stderr line naming the printed measures that a provider other than ndcg-plugin computed."""
+    by_provider: dict = {}
+    for m in routed.others:
+        by_provider.setdefault(routed.routes[m], []).append(str(m))
+    if by_provider:
+        parts = "; ".join(f"{' '.join(ms)} by ir-measures' {p} provider" for p, ms in by_provider.items())
+        print(f"ndcg-plugin: computed by other providers: {parts}", file=sys.stderr)
+
+
 def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
@@ -108,11 +119,17 @@ def cmd_eval(args) -> int:
               f"{' '.join(map(str, official))}{note}", file=sys.stderr)
     run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
                   progress=_Progress(args.run) if sys.stderr.isatty() else None)
-    calc = ir_measures.providers.registry[args.provider] if args.provider else ir_measures
     try:
+        # every measure the plugin's engine computes is computed by it, from the tables read above
+        # (trec_eval's tie rule); the others by ir-measures, named on stderr (--provider: all by one)
+        routed = None if args.provider else evaluate_tables(measures, qrels, run)
+        calc = ir_measures.providers.registry[args.provider] if args.provider else None
+        if routed is not None:
+            _note_other_providers(routed)
         if args.by_query:
             aggs = {m: m.aggregator() for m in measures}
-            for metric in calc.iter_calc(measures, qrels, run):
+            metrics = routed.iter_calc() if routed is not None else calc.iter_calc(measures, qrels, run)
+            for metric in metrics:
                 aggs[metric.measure].add(metric.value)
                 if not math.isnan(metric.value):  # MRR_ignore: queries without a value are omitted
                     _emit(args, metric.query_id, metric.measure, metric.value)
@@ -120,7 +137,7 @@ def cmd_eval(args) -> int:
                 for m in measures:
                     _emit(args, SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
         else:
-            results = calc.calc_aggregate(measures, qrels, run)
+            results = routed.calc_aggregate() if routed is not None else calc.calc_aggregate(measures, qrels, run)
             for m in measures:
                 _emit(args, None, m, results[m])
     except ValueError as e:

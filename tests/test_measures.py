@@ -49,8 +49,10 @@ def test_registered_with_ir_measures():
     for name in NAMES:
         assert name in ir_measures.measures.registry
     assert "ndcg_plugin" in ir_measures.providers.registry
-    view = ir_measures.DefaultPipeline.providers[0]
+    # last in the pipeline, serving the six measures only: built-ins keep their providers
+    view = ir_measures.DefaultPipeline.providers[-1]
     assert view.NAME == "ndcg_plugin" and view.provider is ir_measures.providers.registry["ndcg_plugin"]
+    assert not view.serve_builtins
     # ir-measures 0.4.3 has parse_measure only; ndcg_plugin.parse_measures parses several at once
     assert ndcg_plugin.parse_measures(["NDCG_exp@10 nDCG@10", "AP", "NDCG_exp@10"]) == [
         NDCG_exp @ 10, ir_measures.nDCG @ 10, ir_measures.AP]
