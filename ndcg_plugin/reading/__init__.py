@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import VALUE_COLUMN, InputError, Kind
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
-from .errors import VALUE_COLUMN, InputError, Kind
 from .formats import RUN_FORMATS
 from .lines import Parsed
 from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import as_arrow_strings, fingerprints, group_codes
-from .errors import VALUE_COLUMN, InputError, Kind
+from ..errors import VALUE_COLUMN, InputError, Kind
 
 POLICIES = ("error", "first", "max")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from .errors import InputError
+from ..errors import InputError
 from .formats import BOM, DECIMAL, INTEGER, Layout, first_data_line, is_comment, layout_for
 
 _INT_PREFIX = re.compile(rb"[+-]?[0-9]+")

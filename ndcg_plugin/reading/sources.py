@@ -11,12 +11,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from ..errors import InputError
 from . import columnar, lines
-from .errors import InputError
 from .formats import delimiter_of, first_data_line, layout_for
 from .lines import Parsed
 
-BLOCK_BYTES = 1 << 25  # 32 MiB of text per block
+BLOCK_BYTES = 1 << 24  # 16 MiB of text per block
 Progress = Callable[[int, int], None]
 
 

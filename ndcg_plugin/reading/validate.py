@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import VALUE_COLUMN, InputError, Kind
+from ..errors import VALUE_COLUMN, InputError, Kind
 
 
 def _ids(values: Any, source: str, name: str) -> Any:
