@@ -27,6 +27,9 @@ CONVENTIONS = """\
 | NDCG gains | linear `rel` or `2^rel - 1`; `gains={rel: gain}` overrides listed labels >= 0; the ideal ranking uses positive gains only, sorted by gain | `test_gains_override_listed_labels_only`, `test_exponential_gain_is_2_pow_rel_minus_1` |
 | `judged_only` | unjudged docs (and negative labels) are dropped before ranking and cutting, as trec_eval `-J` | `test_judged_only_drops_unjudged_docs_before_cutting` |
 | cutoff | required for HitRate and MRR; NDCG without one uses the whole list | `test_cutoff_required_for_hitrate_and_mrr`, `test_ndcg_without_cutoff_uses_the_whole_list` |
+| fields in a file | separated by any run of ASCII whitespace (space, tab, `\\v`, `\\f`, `\\r`), blanks at either end ignored; non-ASCII spaces and `#` inside ids are part of the id | `test_a_blank_before_a_tab_is_part_of_the_separator_not_of_the_doc_id`, `test_unicode_whitespace_inside_an_id_is_part_of_the_id_on_both_paths` |
+| comment and blank lines | skipped: in runs a line whose first non-blank character is `#`, in qrels `#` in column 0 | `test_comment_and_blank_lines_in_runs_are_skipped`, `test_qrels_comment_in_column_0_is_skipped_not_read_as_a_query` |
+| number syntax | labels and ranks `[+-]digits`, scores decimal with optional exponent; anything trec_eval's `atof`/`atol` would read differently (`1_0`, `0x10`, `1.5abc`) is an error naming the line | `test_numbers_outside_trec_eval_syntax_are_refused_not_read_differently` |
 | duplicate (query, doc) pairs | an error naming both lines (trec_eval refuses them); `duplicates='first'` or `'max'` keeps one | `test_duplicate_run_pairs_are_an_error_naming_both_lines`, `test_duplicate_qrels_pairs_are_an_error_naming_both_lines`, `test_duplicates_keep_first_or_max_when_asked` |
 
 Known differences from trec_eval, on purpose: trec_eval's `ndcg` gain map sorts gains with an
