@@ -394,52 +394,52 @@ def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
                      pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
 
 
-def _ndcg(index: QrelsIndex, rr: RankedRun, spec: Spec) -> Values:
-    gain = np.where(rr.judged, gain_of(rr.rel, spec), 0.0)
+def _ndcg(index: QrelsIndex, ranked: RankedRun, spec: Spec) -> Values:
+    gain = np.where(ranked.judged, gain_of(ranked.rel, spec), 0.0)
     if spec.ties == "average":
-        dcg = ties.ndcg_dcg(rr, gain, spec.cutoff)
+        dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
     else:
-        keep = rr.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(rr.q), dtype=bool)
-        dcg = np.bincount(rr.q[keep], weights=gain[keep] / np.log2(rr.rank[keep] + 2.0), minlength=rr.nq)
+        keep = ranked.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(ranked.q), dtype=bool)
+        dcg = np.bincount(ranked.q[keep], weights=gain[keep] / np.log2(ranked.rank[keep] + 2.0), minlength=ranked.nq)
     if spec.ideal == "run":
-        idcg = _ideal_dcg(rr.pool_q, gain_of(rr.pool_rel, spec), spec.cutoff, rr.nq)
+        idcg = _ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
     else:
         idcg = index.ideal_dcg(spec)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
 
-def _relevant_in_k(rr: RankedRun, spec: Spec) -> np.ndarray:
-    hit = rr.judged & (rr.rel >= spec.rel)
+def _relevant_in_k(ranked: RankedRun, spec: Spec) -> np.ndarray:
+    hit = ranked.judged & (ranked.rel >= spec.rel)
     if spec.cutoff is not None:
-        hit &= rr.rank < spec.cutoff
+        hit &= ranked.rank < spec.cutoff
     return hit
 
 
-def _hitrate(rr: RankedRun, spec: Spec) -> Values:
+def _hitrate(ranked: RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
-        relevant = rr.judged & (rr.rel >= spec.rel)
+        relevant = ranked.judged & (ranked.rel >= spec.rel)
         if spec.variant == "query":
-            return Values(ties.hit_probability(rr, relevant, spec.cutoff))
-        hits = ties.expected_hits(rr, relevant, spec.cutoff)
+            return Values(ties.hit_probability(ranked, relevant, spec.cutoff))
+        hits = ties.expected_hits(ranked, relevant, spec.cutoff)
     else:
-        hits = np.bincount(rr.q[_relevant_in_k(rr, spec)], minlength=rr.nq).astype(np.float64)
+        hits = np.bincount(ranked.q[_relevant_in_k(ranked, spec)], minlength=ranked.nq).astype(np.float64)
     if spec.variant == "query":
         return Values((hits > 0).astype(np.float64))
-    returned = rr.returned.astype(np.float64)
+    returned = ranked.returned.astype(np.float64)
     if spec.cutoff is not None:
         returned = np.minimum(returned, spec.cutoff)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Values(np.where(returned > 0, hits / returned, 0.0), hits=hits, returned=returned)
 
 
-def _mrr(rr: RankedRun, spec: Spec) -> Values:
+def _mrr(ranked: RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
-        relevant = rr.judged & (rr.rel >= spec.rel)
-        return Values(ties.reciprocal_rank(rr, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
-    hit = _relevant_in_k(rr, spec)
-    first = np.full(rr.nq, np.inf)
-    np.minimum.at(first, rr.q[hit], rr.rank[hit].astype(np.float64))
+        relevant = ranked.judged & (ranked.rel >= spec.rel)
+        return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
+    hit = _relevant_in_k(ranked, spec)
+    first = np.full(ranked.nq, np.inf)
+    np.minimum.at(first, ranked.q[hit], ranked.rank[hit].astype(np.float64))
     miss = 0.0 if spec.variant == "zero" else math.nan
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
@@ -453,22 +453,22 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec],
     rows = _join(index, run, counts)
     if any(s.judged_only or s.ideal == "run" for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
-    ranked: dict[bool, RankedRun] = {}
+    by_judged: dict[bool, RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):
         mine = [s for s in specs if s.judged_only == judged_only]
         depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
-        ranked[judged_only] = _rank(subset, depth, index)
+        by_judged[judged_only] = _rank(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
-        rr = ranked[spec.judged_only]
+        ranked = by_judged[spec.judged_only]
         if spec.family == "ndcg":
-            out[spec] = _ndcg(index, rr, spec)
+            out[spec] = _ndcg(index, ranked, spec)
         elif spec.family == "hitrate":
-            out[spec] = _hitrate(rr, spec)
+            out[spec] = _hitrate(ranked, spec)
         elif spec.family == "mrr":
-            out[spec] = _mrr(rr, spec)
+            out[spec] = _mrr(ranked, spec)
         else:  # pragma: no cover - specs come from spec_of
             raise ValueError(f"unknown family {spec.family}")
     return out
