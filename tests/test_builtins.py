@@ -183,3 +183,32 @@ def test_the_comparison_detects_a_takeover_of_builtins():
 
 if __name__ == "__main__":
     print(json.dumps(worker(sys.argv[1], int(sys.argv[2]))))
+
+
+def _load_irm_suite():
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "benchmarks_data" / "irm_suite.py"
+    spec = importlib.util.spec_from_file_location("irm_suite", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_irm_suite_script_reports_an_outcome_the_plugin_changes(tmp_path, capsys):
+    # a stand-in for ir-measures' tests folder: one test the plugin cannot change, one it does
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_providers.py").write_text(
+        "import ir_measures\n\n"
+        "def test_builtin():\n"
+        "    assert ir_measures.calc_aggregate([ir_measures.P @ 1], {'q': {'a': 1}}, {'q': {'a': 1.0}}) == "
+        "{ir_measures.P @ 1: 1.0}\n\n"
+        "def test_registry_untouched():\n"
+        "    assert 'ndcg_plugin' not in ir_measures.providers.registry\n")
+    assert _load_irm_suite().main([str(tests)]) == 1
+    out = capsys.readouterr().out
+    assert "without the plugin           2 passed" in out and "with import ndcg_plugin      1 failed, 1 passed" in out
+    assert "outcome changed: tests/test_providers.py::test_registry_untouched: PASSED -> FAILED" in out
+    (tests / "test_providers.py").write_text("def test_nothing():\n    pass\n")
+    assert _load_irm_suite().main([str(tests)]) == 0
+    assert "same outcomes with and without the plugin" in capsys.readouterr().out
