@@ -251,3 +251,18 @@ def test_served_builtins_equal_pytrec_eval_where_docs_say_they_do():
             assert ours[key] == pytest.approx(value, abs=1e-12), (i, key)
         compared += len(theirs)
     assert compared > 5000
+
+
+def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, capsys):
+    # issue 9, item 5: RR@10 beside MRR_zero@10 in the CLI, both by the plugin's engine
+    from ndcg_plugin.cli import main
+    (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 5.0 t\nq1 Q0 d2 2 5.0 t\n")
+    assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "MRR_zero@10", "nDCG@2", "P@1"]) == 0
+    out, err = capsys.readouterr()
+    # ranking d2, d1 (doc id descending): RR = 1/2; nDCG@2 = (1/log2 3) / 1; P@1 = 0 (pytrec_eval)
+    assert out.splitlines() == ["RR@10\t0.5000", "MRR_zero@10\t0.5000", f"nDCG@2\t{1 / math.log2(3):.4f}",
+                                "P@1\t0.0000"]
+    assert err == "ndcg-plugin: computed by other providers: P@1 by ir-measures' pytrec_eval provider\n"
+    assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "--provider", "msmarco"]) == 0
+    assert capsys.readouterr().out == "RR@10\t1.0000\n"  # the user's choice of provider is kept
