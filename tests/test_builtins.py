@@ -24,6 +24,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import pytest
+
 MEASURES = ["nDCG", "nDCG@5", "nDCG(dcg='exp-log2')@5", "RR", "RR@3", "Success@3", "P@3", "AP", "R@5", "Judged@3"]
 N_CASES = 300
 SCORES = [0.5, 1.0, 1.5, 2.0, 3.0]
@@ -183,3 +185,84 @@ def test_the_comparison_detects_a_takeover_of_builtins():
 
 if __name__ == "__main__":
     print(json.dumps(worker(sys.argv[1], int(sys.argv[2]))))
+
+
+def _load_irm_suite():
+    import importlib.util
+    path = Path(__file__).resolve().parent.parent / "benchmarks_data" / "irm_suite.py"
+    spec = importlib.util.spec_from_file_location("irm_suite", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_irm_suite_script_reports_an_outcome_the_plugin_changes(tmp_path, capsys):
+    # a stand-in for ir-measures' tests folder: one test the plugin cannot change, one it does
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_providers.py").write_text(
+        "import ir_measures\n\n"
+        "def test_builtin():\n"
+        "    assert ir_measures.calc_aggregate([ir_measures.P @ 1], {'q': {'a': 1}}, {'q': {'a': 1.0}}) == "
+        "{ir_measures.P @ 1: 1.0}\n\n"
+        "def test_registry_untouched():\n"
+        "    assert 'ndcg_plugin' not in ir_measures.providers.registry\n")
+    assert _load_irm_suite().main([str(tests)]) == 1
+    out = capsys.readouterr().out
+    assert "without the plugin           2 passed" in out and "with import ndcg_plugin      1 failed, 1 passed" in out
+    assert "outcome changed: tests/test_providers.py::test_registry_untouched: PASSED -> FAILED" in out
+    (tests / "test_providers.py").write_text("def test_nothing():\n    pass\n")
+    assert _load_irm_suite().main([str(tests)]) == 0
+    assert "same outcomes with and without the plugin" in capsys.readouterr().out
+
+
+SERVED = ["nDCG", "nDCG@5", "nDCG(gains={0:0,1:3,2:1,3:7})@5", "nDCG(judged_only=True)@5", "nDCG(judged_only=True)",
+          "RR", "RR(rel=2)", "RR(judged_only=True)", "Success@3", "Success(rel=2)@3", "Success(judged_only=True)@3"]
+
+
+def test_served_builtins_equal_pytrec_eval_where_docs_say_they_do():
+    """The plugin's engine serving built-ins (by name) against pytrec_eval, per query, on inputs
+    outside the differences docs/measures.md lists: scores distinct at single precision (or
+    equal at double), no duplicates, finite scores, string ids; queries without judgments kept."""
+    import ir_measures
+    import numpy as np
+
+    import ndcg_plugin  # noqa: F401 - registers the provider
+    plugin = ir_measures.providers.registry["ndcg_plugin"]
+    measures = [ir_measures.parse_measure(m) for m in SERVED]
+    compared = 0
+    for i in range(N_CASES):
+        case = make_case(i)
+        if case["int_ids"]:
+            continue
+        qrels, run = {}, {}
+        for q, d, r in case["qrels"]:
+            qrels.setdefault(q, {})[d] = r
+        for q, d, s in case["run"]:
+            if d and not math.isnan(s):
+                run.setdefault(q, {})[d] = float(np.float32(s))  # ties at single precision are ties at double
+        if case["empty_query"]:
+            qrels["q_empty"], run["q_empty"] = {}, {"d0": 1.0}
+        ours = {(m.query_id, str(m.measure)): m.value for m in plugin.iter_calc(measures, qrels, run)}
+        theirs = {(m.query_id, str(m.measure)): m.value
+                  for m in ir_measures.pytrec_eval.iter_calc(measures, qrels, run)}
+        assert ours.keys() == theirs.keys(), i
+        for key, value in theirs.items():
+            assert ours[key] == pytest.approx(value, abs=1e-12), (i, key)
+        compared += len(theirs)
+    assert compared > 5000
+
+
+def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, capsys):
+    # issue 9, item 5: RR@10 beside MRR_zero@10 in the CLI, both by the plugin's engine
+    from ndcg_plugin.cli import main
+    (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 5.0 t\nq1 Q0 d2 2 5.0 t\n")
+    assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "MRR_zero@10", "nDCG@2", "P@1"]) == 0
+    out, err = capsys.readouterr()
+    # ranking d2, d1 (doc id descending): RR = 1/2; nDCG@2 = (1/log2 3) / 1; P@1 = 0 (pytrec_eval)
+    assert out.splitlines() == ["RR@10\t0.5000", "MRR_zero@10\t0.5000", f"nDCG@2\t{1 / math.log2(3):.4f}",
+                                "P@1\t0.0000"]
+    assert err == "ndcg-plugin: computed by other providers: P@1 by ir-measures' pytrec_eval provider\n"
+    assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "--provider", "msmarco"]) == 0
+    assert capsys.readouterr().out == "RR@10\t1.0000\n"  # the user's choice of provider is kept

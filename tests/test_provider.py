@@ -222,3 +222,24 @@ def test_warns_at_most_once_per_evaluation():
         assert [str(w.message) for w in caught] == [
             "2 of 3 run queries are not in the qrels and are ignored, as trec_eval ignores them"]
         assert caught[0].category is RuntimeWarning
+
+
+def test_served_rr_at_k_orders_ties_as_trec_eval_not_as_msmarco():
+    # q1: d1 (relevant) and d2 (not) both scored 5.0. trec_eval orders ties by doc id
+    # descending: d2 first, RR = 1/2 (trec_eval -M10 recip_rank gives 0.5); ir-measures'
+    # msmarco provider orders them ascending: d1 first, RR = 1
+    qrels = {"q1": {"d1": 1, "d2": 0}}
+    run = {"q1": {"d1": 5.0, "d2": 5.0}}
+    rr10 = ir_measures.RR @ 10
+    assert ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([rr10], qrels, run)[rr10] == 0.5
+    assert ir_measures.calc_aggregate([rr10, MRR_zero @ 10], qrels, run) == {rr10: 1.0, MRR_zero @ 10: 0.5}
+
+
+def test_integer_query_ids_in_a_dataframe_become_strings():
+    # the reader matches ids as strings: integer 1 in the run is query "1" of string qrels; the
+    # provider yields the qrels' own ids (see test_one_id_type_when_mixed_with_builtins)
+    qrels = pd.DataFrame({"query_id": ["1", "2"], "doc_id": ["a", "b"], "relevance": [1, 1]})
+    run = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "x"], "score": [1.0, 1.0]})
+    assert ndcg_plugin.read(run, "run")["query_id"].tolist() == ["1", "2"]
+    res = list(ir_measures.iter_calc([HitRate @ 1], qrels, run))
+    assert sorted((m.query_id, m.value) for m in res) == [("1", 1.0), ("2", 0.0)]
