@@ -36,8 +36,8 @@ def _id(df: DataFrame, name: str, what: str, kind: str) -> Column:
     if isinstance(dtype, _INTEGRAL):
         col = col.cast("string")
     elif not isinstance(dtype, T.StringType):
-        raise ValueError(f"{kind}: column {name!r} ({what} id) must hold strings or integers, got {dtype.simpleString()}"
-                         "; convert it explicitly (float ids would not match their string form)")
+        raise ValueError(f"{kind}: column {name!r} ({what} id) must hold strings or integers, got "
+                         f"{dtype.simpleString()}; convert it explicitly (float ids would not match their string form)")
     return (F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}")))
             .when(col == "", _fail(F.lit(f"{kind}: empty {what} id in column {name}")))
             .otherwise(col))
@@ -72,7 +72,7 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
         bad = raw.isNull() | F.isnan(as_double) | (F.abs(as_double) >= F.lit(2.0 ** 63)) \
             | (as_double != F.floor(as_double))
         lab = F.floor(as_double).cast("long")
-    lab = F.when(bad, _fail(F.concat(F.lit(f"qrels: relevance must be an integer, got "),
+    lab = F.when(bad, _fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
                                      F.coalesce(raw.cast("string"), F.lit("NULL"))))).otherwise(lab).alias("lab")
     return df.select(q, d, lab)
 
