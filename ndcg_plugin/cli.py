@@ -157,9 +157,16 @@ def cmd_eval(args) -> int:
 
 
 def cmd_datasets_seed(args) -> int:
-    from .datasets import seed
-    for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
-        print(f"{done.kind}: placed {done.path} ({done.check})")
+    from .datasets import DatasetError, seed
+    placed = []
+    try:
+        for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
+            print(f"{done.kind}: placed {done.path} ({done.check})", flush=True)
+            placed.append(f"the {done.kind} at {done.path}")
+    except (DatasetError, io.InputError) as e:
+        if placed:
+            raise DatasetError(f"{e} (placed before this error: {', '.join(placed)})") from None
+        raise
     return 0
 
 
