@@ -15,13 +15,18 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from . import io
 from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
-from .datasets import DatasetError
+from .errors import DatasetError, InputError
 from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
 from .provider import evaluate_tables, route
-from .reading.sources import BLOCK_BYTES
+
+BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
+
+
+def _read(data, kind: str, **options):
+    from .reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
+    return read(data, kind, **options)
 
 SUMMARY_QID = "all"
 
@@ -69,11 +74,11 @@ class _Progress:
 def _read_qrels(args) -> tuple:
     """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id."""
     if args.qrels == "-" or os.path.exists(args.qrels):
-        return io.read(args.qrels, "qrels", duplicates=args.duplicates), None
+        return _read(args.qrels, "qrels", duplicates=args.duplicates), None
     from . import datasets
     if datasets.is_dataset_id(args.qrels):
         return datasets.load_qrels(args.qrels), args.qrels
-    raise io.InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
+    raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
 
 
 def _plugin_counterparts(measures: list) -> list:
@@ -126,7 +131,7 @@ def cmd_eval(args) -> int:
         options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": progress,
                    "block_bytes": args.block_size}
     else:
-        run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates, progress=progress)
+        run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates, progress=progress)
         options = None
     try:
         # every measure the plugin's engine computes is computed by it, from the tables read above
@@ -150,20 +155,20 @@ def cmd_eval(args) -> int:
             for m in measures:
                 _emit(args, None, m, results[m])
     except ValueError as e:
-        if isinstance(e, io.InputError):
+        if isinstance(e, InputError):
             raise
         raise UsageError(str(e)) from None
     return 0
 
 
 def cmd_datasets_seed(args) -> int:
-    from .datasets import DatasetError, seed
+    from .datasets import seed
     placed = []
     try:
         for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
             print(f"{done.kind}: placed {done.path} ({done.check})", flush=True)
             placed.append(f"the {done.kind} at {done.path}")
-    except (DatasetError, io.InputError) as e:
+    except (DatasetError, InputError) as e:
         if placed:
             raise DatasetError(f"{e} (placed before this error: {', '.join(placed)})") from None
         raise
@@ -210,8 +215,8 @@ def cmd_explain(args) -> int:
     measure = _parse_measures([args.measure])
     if len(measure) != 1:
         raise UsageError("explain takes one measure")
-    qrels = io.read(args.qrels, "qrels", duplicates=args.duplicates)
-    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+    qrels = _read(args.qrels, "qrels", duplicates=args.duplicates)
+    run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
         print(explain(qrels, run, args.query, measure[0]).text(args.places))
     except ValueError as e:
@@ -226,7 +231,7 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
     if len(set(names)) != len(names):
         raise UsageError(f"run names must differ, got {names}; use --names")
-    runs = {n: io.read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
+    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
             for n, r in zip(names, args.runs, strict=True)}
     qrels, _ = _read_qrels(args)
     baseline = None
@@ -284,9 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
-    e.add_argument("--block-size", type=int, default=BLOCK_BYTES, metavar="BYTES",
+    e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",
                    help="read a run file in blocks of this many bytes, keeping only per-query values, when "
-                        f"the plugin computes every measure (default {BLOCK_BYTES // 2**20} MiB; 0: read it "
+                        f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
                         "whole into memory)")
     e.set_defaults(func=cmd_eval)
 
@@ -349,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("default")
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
             return args.func(args)
-    except io.InputError as e:
+    except InputError as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
     except (UsageError, DatasetError) as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)

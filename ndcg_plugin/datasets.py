@@ -30,10 +30,7 @@ from typing import Any
 import pandas as pd
 
 from . import io
-
-
-class DatasetError(ValueError):
-    """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""
+from .errors import DatasetError
 
 
 def _irds():

@@ -1,4 +1,5 @@
-"""The reader's error type and the names it shares with every module (no heavy imports)."""
+"""Error types and the names every module shares, with no heavy imports (the CLI imports them
+at startup)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -19,3 +20,7 @@ class InputError(ValueError):
             shown = text if len(text) <= 120 else text[:117] + "..."
             msg += f" (line: {shown!r})"
         super().__init__(msg)
+
+
+class DatasetError(ValueError):
+    """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from typing import Any as AnyValue
 
 import ir_measures
-import numpy as np
 from ir_measures import Metric
 from ir_measures import measures as irm
 from ir_measures.measures.base import MeanAgg
@@ -90,6 +89,7 @@ class NdcgPluginProvider(Provider):
         qrels, ids = _query_ids(qrels)
         table = io.read(qrels, "qrels", duplicates=self.duplicates)
         if ids.without_judgments:
+            import numpy as np
             import pandas as pd
 
             table = pd.concat([table, pd.DataFrame({
@@ -145,12 +145,16 @@ def _query_ids(data: AnyValue) -> tuple[AnyValue, _QueryIds]:
 
 
 def _is_int(value: AnyValue) -> bool:
+    import numpy as np
+
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _originals(ids: list) -> dict | None:
     """{str(id): id} for integer ids, None when every id is a string. Two ids of different
     types read as the same query (``1`` and ``"1"``) are refused: one result, one id type."""
+    import numpy as np
+
     from . import io  # imported on use: `import ndcg_plugin` stays light
     if all(isinstance(q, str) for q in ids):
         return None

@@ -124,3 +124,21 @@ def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, 
         captured = capsys.readouterr()
         outs.append((code, captured.out, captured.err))
     assert outs[0] == outs[1]
+
+
+def test_the_cli_default_block_size_is_the_readers():
+    from ndcg_plugin.cli import BLOCK_MIB
+    from ndcg_plugin.reading.sources import BLOCK_BYTES
+
+    assert BLOCK_MIB << 20 == BLOCK_BYTES
+
+
+def test_help_and_measures_import_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ndcg_plugin.cli import main; main(['measures']); "
+            "heavy = ('pandas', 'pyarrow', 'scipy', 'pytrec_eval', 'ir_datasets'); "
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
