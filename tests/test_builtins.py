@@ -8,7 +8,7 @@ warnings. Cases include near-ties at single precision, qrels queries without jud
 duplicate (query, doc) pairs, NaN scores, empty doc ids, integer ids, run queries absent from
 the qrels, and every input form (DataFrame, dict of dicts, namedtuples).
 
-Left out: queries whose labels are all negative (pytrec_eval itself crashes on some of them,
+Left out: queries whose labels are all negative (pytrec_eval has been reported to crash on some,
 with or without the plugin), so every generated qrels query has a label >= 0.
 
 Run as a script, this file is the worker: ``python tests/test_builtins.py MODE N`` prints the

@@ -265,3 +265,28 @@ def test_integer_ids_from_read_csv_keep_one_id_type_on_dl19():
     # the two differ only where tied scores are ordered differently (msmarco: doc id ascending);
     # the halving of the issue was 0.35 off
     assert as_int[ir_measures.RR(rel=2) @ 10] == pytest.approx(as_int[MRR_zero(rel=2) @ 10], abs=0.01)
+
+
+@pytest.mark.parametrize("run,message", [
+    (pd.DataFrame({"query_id": ["q", "q", "q"], "doc_id": ["a", "b", "a"], "score": [1.0, 2.0, 3.0]}),
+     "duplicate \\(query_id, doc_id\\) = \\('q', 'a'\\): rows 0 and 2"),
+    ({"q": {"a": float("nan"), "b": 1.0}}, "score must be a finite number"),
+    ({"q": {"a": float("inf"), "b": 1.0}}, "score must be a finite number"),
+    ({"q": {"": 2.0, "a": 1.0}}, "empty doc_id"),
+])
+def test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids(run, message):
+    # pytrec_eval gives a number for each of these (keeping the last duplicate); the plugin refuses
+    qrels = {"q": {"a": 1}}
+    assert isinstance(ir_measures.pytrec_eval.calc_aggregate([ir_measures.RR], qrels, run)[ir_measures.RR], float)
+    with pytest.raises(ndcg_plugin.InputError, match=message):
+        ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([ir_measures.RR], qrels, run)
+
+
+def test_served_builtins_iter_calc_order_is_by_query_then_measure():
+    qrels = {"q2": {"a": 1}, "q10": {"b": 1}}
+    run = {"q2": {"a": 1.0}, "q10": {"b": 1.0}}
+    measures = [ir_measures.Success @ 1, ir_measures.nDCG, NDCG_lin]
+    got = [(m.query_id, str(m.measure)) for m in
+           ir_measures.providers.registry["ndcg_plugin"].iter_calc(measures, qrels, run)]
+    assert got == [("q10", "Success@1"), ("q10", "nDCG"), ("q10", "NDCG_lin"),
+                   ("q2", "Success@1"), ("q2", "nDCG"), ("q2", "NDCG_lin")]
