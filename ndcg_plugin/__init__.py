@@ -7,10 +7,12 @@ lets the provider serve the built-ins it computes (nDCG, RR, Success) too.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from . import measures as _measures
 from . import provider as _provider
 from .crosscheck import crosscheck  # the function; the module stays ndcg_plugin.crosscheck in sys.modules
-from .io import InputError, read
+from .errors import InputError
 from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, parse_measures
 
 __version__ = "0.1.0"
@@ -28,6 +30,13 @@ def register(serve_builtins: bool = False) -> None:
 
 
 register()
+
+
+def read(data: Any, kind: str, **options: Any):
+    """Read qrels or a run into a validated table: see :func:`ndcg_plugin.reading.read`."""
+    from .reading import read as _read  # imported on use: `import ndcg_plugin` stays light (no pyarrow)
+    return _read(data, kind, **options)
+
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
            "register", "crosscheck", "read", "parse_measures", "InputError", "__version__"]

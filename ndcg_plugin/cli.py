@@ -20,7 +20,8 @@ from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
 from .datasets import DatasetError
 from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
-from .provider import evaluate_tables
+from .provider import evaluate_tables, route
+from .reading.sources import BLOCK_BYTES
 
 SUMMARY_QID = "all"
 
@@ -117,12 +118,20 @@ def cmd_eval(args) -> int:
         note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
         print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
               f"{' '.join(map(str, official))}{note}", file=sys.stderr)
-    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
-                  progress=_Progress(args.run) if sys.stderr.isatty() else None)
+    progress = _Progress(args.run) if sys.stderr.isatty() else None
+    streams = (not args.provider and args.block_size > 0 and args.run != "-"
+               and all(route(m) == "ndcg_plugin" for m in measures))
+    if streams:  # every measure is the engine's: the run file is evaluated as it streams
+        run = args.run
+        options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": progress,
+                   "block_bytes": args.block_size}
+    else:
+        run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates, progress=progress)
+        options = None
     try:
         # every measure the plugin's engine computes is computed by it, from the tables read above
         # (trec_eval's tie rule); the others by ir-measures, named on stderr (--provider: all by one)
-        routed = None if args.provider else evaluate_tables(measures, qrels, run)
+        routed = None if args.provider else evaluate_tables(measures, qrels, run, options)
         calc = ir_measures.providers.registry[args.provider] if args.provider else None
         if routed is not None:
             _note_other_providers(routed)
@@ -268,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
+    e.add_argument("--block-size", type=int, default=BLOCK_BYTES, metavar="BYTES",
+                   help="read a run file in blocks of this many bytes, keeping only per-query values, when "
+                        f"the plugin computes every measure (default {BLOCK_BYTES // 2**20} MiB; 0: read it "
+                        "whole into memory)")
     e.set_defaults(func=cmd_eval)
 
     c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval")

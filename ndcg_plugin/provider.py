@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 from typing import Any as AnyValue
 
 import ir_measures
 import numpy as np
-import pandas as pd
 from ir_measures import Metric
 from ir_measures import measures as irm
 from ir_measures.measures.base import MeanAgg
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from . import engine, io
 from .aggregate import ItemValue
 from .measures import ALL, PluginMeasure
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from . import engine
 
 #: the built-in measures the engine computes (parameters checked by :func:`engine.spec_of`)
 BUILTINS = ("nDCG", "RR", "Success")
@@ -67,6 +71,7 @@ class NdcgPluginProvider(Provider):
     def supports(self, measure) -> bool:
         """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins
         whose parameters the engine computes as pytrec_eval defines them (see engine.spec_of)."""
+        from . import engine  # imported on use: `import ndcg_plugin` stays light
         if isinstance(measure, PluginMeasure):
             measure.validate_params()
             return True
@@ -79,11 +84,14 @@ class NdcgPluginProvider(Provider):
         return True
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
+        from . import engine, io  # imported on use: `import ndcg_plugin` stays light
         measures = list(dict.fromkeys(measures))
         specs = {m: _spec(m) for m in measures}
         qrels, ids = _query_ids(qrels)
         table = io.read(qrels, "qrels", duplicates=self.duplicates)
         if ids.without_judgments:
+            import pandas as pd
+
             table = pd.concat([table, pd.DataFrame({
                 "query_id": np.array(ids.without_judgments, dtype=object),
                 "doc_id": np.array([_NO_JUDGMENT_DOC] * len(ids.without_judgments), dtype=object),
@@ -94,6 +102,7 @@ class NdcgPluginProvider(Provider):
 
 def _spec(measure) -> engine.Spec:
     """engine.spec_of, with a message naming the provider for measures it does not compute."""
+    from . import engine  # imported on use: `import ndcg_plugin` stays light
     if not isinstance(measure, PluginMeasure) and getattr(measure, "NAME", None) not in BUILTINS:
         names = ", ".join([m.NAME for m in ALL] + list(BUILTINS))
         raise ValueError(f"the ndcg_plugin provider does not compute {measure}; it computes {names}")
@@ -114,6 +123,8 @@ def _query_ids(data: AnyValue) -> tuple[AnyValue, _QueryIds]:
     so that its ids can be looked at before ``io.read`` reads it."""
     if isinstance(data, (str, bytes, os.PathLike)) or hasattr(data, "read"):
         return data, _QueryIds()  # files: ids are strings
+    import pandas as pd
+
     if isinstance(data, pd.DataFrame):
         if "query_id" not in data.columns:
             return data, _QueryIds()  # io.read names the missing column
@@ -140,6 +151,7 @@ def _is_int(value: AnyValue) -> bool:
 def _originals(ids: list) -> dict | None:
     """{str(id): id} for integer ids, None when every id is a string. Two ids of different
     types read as the same query (``1`` and ``"1"``) are refused: one result, one id type."""
+    from . import io  # imported on use: `import ndcg_plugin` stays light
     if all(isinstance(q, str) for q in ids):
         return None
     seen: dict = {}
@@ -168,11 +180,13 @@ class NdcgPluginEvaluator(Evaluator):
 
     def values(self, run) -> dict:
         """Per-query values for each measure, as engine.Values aligned with ``self.index.qids``."""
+        from . import io  # imported on use: `import ndcg_plugin` stays light
         table = io.read(run, "run", run_format=self.provider.run_format, duplicates=self.provider.duplicates)
         return self.values_of_table(table)
 
     def values_of_table(self, table: pd.DataFrame) -> dict:
         """As :meth:`values`, for a table already read by :func:`ndcg_plugin.read`."""
+        from . import engine  # imported on use: `import ndcg_plugin` stays light
         results = engine.compute(self.index, table, self.specs.values())
         return {m: results[s] for m, s in self.specs.items()}
 
@@ -274,24 +288,43 @@ def route(measure) -> str:
 class TableEvaluation:
     """Measures on tables already read by :func:`ndcg_plugin.read` (the CLI): the measures the
     engine computes (the plugin's and the built-ins of :data:`BUILTINS`) are computed from the
-    tables directly, with trec_eval's tie rule; the others by ir-measures' DefaultPipeline."""
+    tables directly, with trec_eval's tie rule; the others by ir-measures' DefaultPipeline.
 
-    def __init__(self, measures: list, qrels: pd.DataFrame, run: pd.DataFrame):
+    ``run`` may also be the path of a run file when every measure is the engine's
+    (:attr:`streams`): it is then evaluated as it streams (:func:`ndcg_plugin.stream.compute_file`,
+    with ``stream_options``), in memory bounded by the block size."""
+
+    def __init__(self, measures: list, qrels, run, stream_options: dict | None = None):
         self.measures = list(measures)
         self.qrels, self.run = qrels, run
+        self.stream_options = stream_options or {}
         self.routes = {m: route(m) for m in self.measures}
         self.mine = [m for m in self.measures if self.routes[m] == NdcgPluginProvider.NAME]
         self.others = [m for m in self.measures if self.routes[m] != NdcgPluginProvider.NAME]
+        if self.streams and self.others:
+            raise ValueError("a run file can be streamed only when the plugin's engine computes every measure")
+
+    @property
+    def streams(self) -> bool:
+        return isinstance(self.run, (str, os.PathLike))
 
     def _evaluator(self) -> NdcgPluginEvaluator:
+        from . import engine  # imported on use: `import ndcg_plugin` stays light
         specs = {m: engine.spec_of(m) for m in self.mine}
         return NdcgPluginEvaluator(self.mine, engine.QrelsIndex(self.qrels), specs, NdcgPluginProvider())
+
+    def _values(self, ev: NdcgPluginEvaluator) -> dict:
+        if not self.streams:
+            return ev.values_of_table(self.run)
+        from .stream import compute_file
+        results = compute_file(ev.index, self.run, ev.specs.values(), **self.stream_options)
+        return {m: results[s] for m, s in ev.specs.items()}
 
     def calc_aggregate(self) -> dict:
         out = {}
         if self.mine:
             ev = self._evaluator()
-            out.update(ev.aggregate(ev.values_of_table(self.run)))
+            out.update(ev.aggregate(self._values(ev)))
         if self.others:
             out.update(ir_measures.calc_aggregate(self.others, self.qrels, self.run))
         return out
@@ -299,11 +332,11 @@ class TableEvaluation:
     def iter_calc(self) -> Iterator[Metric]:
         if self.mine:
             ev = self._evaluator()
-            yield from ev.metrics(ev.values_of_table(self.run))
+            yield from ev.metrics(self._values(ev))
         if self.others:
             yield from ir_measures.iter_calc(self.others, self.qrels, self.run)
 
 
-def evaluate_tables(measures: list, qrels: pd.DataFrame, run: pd.DataFrame) -> TableEvaluation:
+def evaluate_tables(measures: list, qrels, run, stream_options: dict | None = None) -> TableEvaluation:
     """See :class:`TableEvaluation`."""
-    return TableEvaluation(measures, qrels, run)
+    return TableEvaluation(measures, qrels, run, stream_options)

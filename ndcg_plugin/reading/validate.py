@@ -5,27 +5,12 @@ was expected.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-Kind = Literal["qrels", "run"]
-VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
-
-
-class InputError(ValueError):
-    """Bad qrels or run input.  Carries ``source`` (file name or input description), ``line``
-    (1-based for files, row position for in-memory inputs, or None) and ``reason``."""
-
-    def __init__(self, source: str, line: int | None, reason: str, text: str | None = None):
-        self.source, self.line, self.reason, self.text = source, line, reason, text
-        where = source if line is None else f"{source}:{line}"
-        msg = f"{where}: {reason}"
-        if text is not None:
-            shown = text if len(text) <= 120 else text[:117] + "..."
-            msg += f" (line: {shown!r})"
-        super().__init__(msg)
+from ..errors import VALUE_COLUMN, InputError, Kind
 
 
 def _ids(values: Any, source: str, name: str) -> Any:
@@ -75,7 +60,7 @@ def _int_id(v: Any, source: str, i: int, name: str) -> str:
     raise InputError(source, i, f"{name} must be a string or an integer, got {v!r}")
 
 
-def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
+def check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
     col = VALUE_COLUMN[kind]
     arr = np.asarray(values)
     if arr.dtype.kind == "b" or (arr.dtype.kind not in "iuf" and arr.dtype.kind != "O"):
@@ -104,7 +89,7 @@ def _check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np
     return arr
 
 
-def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
+def from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
                   lines: np.ndarray | None = None) -> pd.DataFrame:
     n = len(qids)
     if lines is None:
@@ -112,6 +97,6 @@ def _from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
     return pd.DataFrame({
         "query_id": _ids(qids, source, "query_id"),
         "doc_id": _ids(dids, source, "doc_id"),
-        VALUE_COLUMN[kind]: _check_values(values, source, kind, lines),
+        VALUE_COLUMN[kind]: check_values(values, source, kind, lines),
         "line": lines,
     })

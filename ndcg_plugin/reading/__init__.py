@@ -1,0 +1,122 @@
+"""The one reader for qrels and runs.
+
+Every input form ends up as a table: a pandas DataFrame with the ir-measures column names
+(``query_id``, ``doc_id`` and ``relevance`` or ``score``) plus ``line``, the 1-based line
+number in the source file (or the 0-based row position for in-memory inputs), used to name
+both lines of a duplicate.
+
+Accepted inputs (the same for qrels and runs):
+
+- a path (``str`` or ``pathlib.Path``; plain or gzip, detected from the content) or ``"-"``
+  for standard input; an open stream; the text of a file (a ``str`` holding a newline);
+- a pandas DataFrame with the ir-measures columns;
+- a dict of dicts ``{query_id: {doc_id: value}}``;
+- any iterable of namedtuples with the ir-measures fields (``ir_measures.Qrel``,
+  ``ir_measures.ScoredDoc``, the iterators of ``ir_measures.read_trec_*``); it is read once.
+  To read a file fast, pass its path here rather than ``ir_measures.read_trec_run(path)``.
+
+Files are read exactly as trec_eval reads them (:mod:`.formats`): by Arrow's CSV reader
+(:mod:`.columnar`) where a block of lines is in the simple form, by the line parser
+(:mod:`.lines`) elsewhere; both give the same table. Ids are strings, never coerced: ``"001"``
+and ``"1"`` are different queries. Integer ids in a DataFrame or dict are converted with
+``str()``; float ids are refused since ``str(1.0)`` would silently not match ``"1"``. Nothing
+given is modified, and nothing about a returned table is remembered.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import VALUE_COLUMN, InputError, Kind
+from . import sources
+from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
+from .formats import RUN_FORMATS
+from .lines import Parsed
+from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name
+
+__all__ = ["InputError", "read", "read_file", "to_table", "sources", "duplicate_mask", "resolve_duplicates", "Parsed",
+           "BLOCK_BYTES", "check_options"]
+
+
+def check_options(kind: str, run_format: str, duplicates: str) -> None:
+    if kind not in VALUE_COLUMN:
+        raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
+    if run_format not in RUN_FORMATS:
+        raise ValueError(f"run_format must be 'auto', 'trec' or 'msmarco', got {run_format!r}")
+    if duplicates not in POLICIES:
+        raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {duplicates!r}")
+
+
+def is_file_like(data: Any) -> bool:
+    return is_path(data) or isinstance(data, (str, bytes, bytearray)) or hasattr(data, "read")
+
+
+def to_table(pieces: list[Parsed], kind: Kind):
+    """One table (a pandas DataFrame) from parsed pieces of a file, in order."""
+    import pandas as pd
+
+    def strings(arrays):
+        chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
+        return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=pa.large_string()))
+
+    values = np.concatenate([p.value for p in pieces])
+    table = pd.DataFrame({"query_id": strings([p.query_id for p in pieces]),
+                          "doc_id": strings([p.doc_id for p in pieces]),
+                          VALUE_COLUMN[kind]: values.astype(np.int64 if kind == "qrels" else np.float64),
+                          "line": np.concatenate([p.line for p in pieces])})
+    table.attrs["unit"] = "line"
+    return table
+
+
+def read_file(data: Any, kind: Kind, run_format: str = "auto", source: str | None = None,
+              progress=None, block_bytes: int = BLOCK_BYTES):
+    """A file's table (see :func:`read`), before the duplicate policy."""
+    src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
+    pieces = list(parse_blocks(blocks(data, src, block_bytes, progress), src, kind, run_format))
+    if not pieces:
+        raise InputError(src, None, f"no {kind} lines found: the input is empty")
+    return to_table(pieces, kind)
+
+
+def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
+         duplicates: str = "error", progress=None):
+    """Read qrels (``kind="qrels"``) or a run (``kind="run"``) from any accepted form into a
+    validated table (see the module docstring).
+
+    ``duplicates`` decides what happens to a repeated (query_id, doc_id) pair: ``"error"``
+    (default, as trec_eval refuses them; the message names both lines), ``"first"`` (keep the
+    first occurrence) or ``"max"`` (keep the highest score / relevance). ``progress``, if
+    given, is called as ``progress(bytes_done, bytes_total)`` while a file is read
+    (``bytes_total`` is 0 when unknown, as for standard input).
+    """
+    check_options(kind, run_format, duplicates)
+    if is_file_like(data):
+        src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
+        return resolve_duplicates(read_file(data, kind, run_format, src, progress), kind, duplicates, src)
+    import pandas as pd
+
+    from . import memory
+    if isinstance(data, pd.DataFrame):
+        src = source or f"{kind} DataFrame"
+        table = memory.from_dataframe(data, kind, src)
+    elif isinstance(data, dict):
+        src = source or f"{kind} dict"
+        table = memory.from_dict(data, kind, src)
+    elif hasattr(data, "__iter__"):
+        src = source or f"{kind} iterable"
+        table = memory.from_records(data, kind, src)
+    else:
+        raise InputError(source or kind, None,
+                         f"unsupported {kind} input of type {type(data).__name__}; expected a path, a "
+                         f"DataFrame (query_id, doc_id, {VALUE_COLUMN[kind]}), a dict of dicts or an iterable "
+                         "of namedtuples")
+    return resolve_duplicates(table, kind, duplicates, src)
+
+
+def describe(data: Any, kind: Kind) -> str:
+    if isinstance(data, (str, os.PathLike)):
+        return "<stdin>" if str(data) == "-" else str(data)
+    return f"{kind} {type(data).__name__}"

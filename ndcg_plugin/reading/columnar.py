@@ -1,0 +1,121 @@
+"""The columnar parser: a block of well-formed lines read by Arrow's CSV reader.
+
+It returns exactly what :func:`ndcg_plugin.reading.lines.parse_lines` would (without line
+numbers), or None, and the caller then uses the line parser. Arrow splits on one delimiter
+byte, so a block is declined when anything could make the two differ:
+
+- another column count on any line, a blank line (Arrow reads it as a row of one field), a
+  ``\\r`` that does not end a line (Arrow ends a line there; trec_eval reads whitespace);
+- an empty field (two delimiters in a row, or one at either end of a line) or an ASCII
+  whitespace byte inside any field (there the line parser splits); only a TREC run's last
+  field may hold whitespace, since more trailing fields are allowed and ignored;
+- a query id starting with ``#`` (a comment line, for both runs and qrels);
+- a byte order mark at the start of a block that is not the file's start (Arrow drops it);
+- a value outside the number syntax (Arrow also reads ``0x10`` as an integer, ``+1`` only as a
+  decimal, and ``nan``/``inf``), or invalid UTF-8 in an id.
+
+Blank-free, comment-free blocks also let the caller count lines as rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from .formats import BOM, Layout
+from .lines import Parsed
+
+_STR = pa.large_string()
+_BIN = pa.large_binary()
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[ord("0"): ord("9") + 1] = True
+
+
+def _pieces(column: pa.ChunkedArray):
+    """(offsets, bytes) of each chunk of a string or binary column."""
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        width = np.int64 if chunk.type in (_STR, _BIN) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset: chunk.offset + n + 1]
+        buf = chunk.buffers()[2]
+        data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.zeros(0, dtype=np.uint8)
+        yield offsets.astype(np.int64), data[offsets[0]: offsets[-1]]
+
+
+def _clean(column: pa.ChunkedArray, whitespace_ok: bool = False) -> bool:
+    """No empty field and (unless allowed) no ASCII whitespace byte inside a field."""
+    for offsets, data in _pieces(column):
+        if np.any(offsets[1:] == offsets[:-1]):
+            return False
+        if not whitespace_ok and np.count_nonzero(data <= 32) and _WS[data].any():
+            return False
+    return True
+
+
+def _integers(column: pa.ChunkedArray) -> np.ndarray | None:
+    """The column as int64 when every field is ``-?[0-9]+`` (Arrow's own integer parser also
+    takes hexadecimal); None otherwise (a ``+`` sign is left to the line parser)."""
+    for offsets, data in _pieces(column):
+        if np.any(offsets[1:] == offsets[:-1]):
+            return None
+        other = np.flatnonzero(~_DIGIT[data])
+        if len(other):
+            starts = offsets[:-1] - offsets[0]
+            if not (np.all(data[other] == ord("-")) and np.all(np.isin(other, starts))
+                    and not np.any(np.isin(other + 1, np.r_[starts, len(data)]))):
+                return None
+    try:
+        return column.cast(pa.int64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # out of range: the line parser says so
+
+
+def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
+    """Parse a block of whole lines (a :class:`ndcg_plugin.reading.sources.Chunk`), or decline
+    with None."""
+    if not file_start and chunk.startswith(BOM):
+        return None
+    if chunk.find(b"\r") >= 0 and chunk.count(b"\r") != chunk.count(b"\r\n"):
+        return None
+    ncols = layout.columns
+    names = [f"c{i}" for i in range(ncols)]
+    types = {name: _BIN for name in names}
+    types[f"c{layout.query_at}"] = _STR
+    types[f"c{layout.doc_at}"] = _STR
+    types[f"c{layout.value_at}"] = _BIN if layout.integer else pa.float64()
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(chunk.buffer()),
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 22),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, escape_char=False,
+                                             double_quote=False, ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, OSError):
+        return None  # a row with another column count, invalid UTF-8, a value that is not a number
+    if table.num_rows == 0:
+        return None
+    for i in range(ncols):
+        if i == layout.value_at and not layout.integer:
+            continue
+        last_trec = layout.extra_allowed and i == ncols - 1
+        if not _clean(table.column(i), whitespace_ok=last_trec):
+            return None
+    qids = table.column(layout.query_at)
+    if any(np.any(data[offsets[:-1] - offsets[0]] == ord("#")) for offsets, data in _pieces(qids)):
+        return None  # a comment line
+    if layout.integer:
+        value = _integers(table.column(layout.value_at))
+        if value is None:
+            return None
+    else:
+        value = table.column(layout.value_at).to_numpy()
+        if not np.isfinite(value).all():
+            return None  # NaN / inf: the line parser names the line
+    if layout.rank_is_value:
+        value = -value.astype(np.float64)
+    return Parsed(layout, qids, table.column(layout.doc_at), value, None)

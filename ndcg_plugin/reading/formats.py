@@ -1,0 +1,99 @@
+"""The file layouts both parsers share: columns, positions, value types, number syntax and the
+rules for blanks, comments, byte order marks and line ends (trec_eval 10.0's, from
+``get_trec_results.c`` and ``get_qrels.c``).
+
+- A line is the bytes up to ``\\n``. Fields are separated by any run of ASCII whitespace
+  (C ``isspace``: space, ``\\t``, ``\\n``, ``\\v``, ``\\f``, ``\\r``); blanks before the first
+  field and after the last are ignored, so CRLF files read as LF. Any other byte, including
+  non-ASCII spaces (U+00A0, U+3000, U+0085), is part of a field.
+- Blank lines are skipped. In a run, a line whose first non-blank character is ``#`` is a
+  comment; in qrels, a line with ``#`` in column 0. ``#`` anywhere else is part of an id
+  (TREC RAG 2024 segment ids ``msmarco_v2.1_doc_00_0#1_2``).
+- A UTF-8 byte order mark at the start of the file is dropped; ids must be valid UTF-8.
+- Numbers: integers (relevance labels, MS MARCO ranks) are ``[+-]?[0-9]+``; scores are decimal
+  numbers with an optional exponent (``1``, ``-2.5``, ``.5``, ``3.``, ``1e-3``). trec_eval reads
+  numbers with ``atof``/``atol``, which stop at the first character they cannot use (``1_0``
+  reads as 1, ``0x1p-1`` as 0.5): anything outside this syntax is refused, never read
+  differently. NaN and infinite scores are refused (no defined rank).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BOM = b"\xef\xbb\xbf"
+WHITESPACE = b" \t\n\v\f\r"  # C isspace in the C locale; bytes.split() splits on exactly these
+INTEGER = re.compile(rb"[+-]?[0-9]+\Z")
+DECIMAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One file layout: how many fields, where the ids and the value are, the value's type."""
+    name: str
+    columns: int            # fields per line (a TREC run may have more: trec_eval ignores them)
+    query_at: int
+    doc_at: int
+    value_at: int
+    integer: bool           # the value is an integer (label, rank) rather than a decimal score
+    expected: str           # what a line looks like, for error messages
+    extra_allowed: bool = False
+    rank_is_value: bool = False  # MS MARCO: score = -rank
+
+    @property
+    def what(self) -> str:
+        if self.name == "qrels":
+            return "an integer relevance label"
+        return "an integer rank" if self.integer else "a numeric score"
+
+
+LAYOUTS = {
+    "qrels": Layout("qrels", 4, 0, 2, 3, True, "'query_id iteration doc_id relevance' in a qrels file"),
+    "trec": Layout("trec", 6, 0, 2, 4, False, "'query_id Q0 doc_id rank score run_tag' in a TREC run",
+                   extra_allowed=True),
+    "msmarco": Layout("msmarco", 3, 0, 1, 2, True, "'query_id doc_id rank' in an MS MARCO run", rank_is_value=True),
+}
+RUN_FORMATS = ("auto", "trec", "msmarco")
+
+
+def is_comment(line: bytes, fields: list[bytes], kind: str) -> bool:
+    """trec_eval's comment rule: a run line whose first non-blank character is ``#``; a qrels
+    line with ``#`` in column 0."""
+    return line.startswith(b"#") if kind == "qrels" else fields[0].startswith(b"#")
+
+
+def layout_for(kind: str, run_format: str, fields: list[bytes]) -> Layout:
+    """The layout of a file from its first data line: qrels have one; a run is MS MARCO when
+    that line has 3 fields (``auto``), else TREC."""
+    if kind == "qrels":
+        return LAYOUTS["qrels"]
+    if run_format == "auto":
+        return LAYOUTS["msmarco" if len(fields) == 3 else "trec"]
+    return LAYOUTS[run_format]
+
+
+def first_data_line(data: bytes, kind: str) -> tuple[bytes, list[bytes]] | None:
+    """The first line of ``data`` (a file's start) that is neither blank nor a comment, and its
+    fields; None if there is none in ``data``."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        fields = line.split()
+        if fields and not is_comment(line, fields, kind):
+            return line, fields
+        start = end + 1
+    return None
+
+
+def delimiter_of(line: bytes, fields: list[bytes]) -> bytes | None:
+    """The single-byte delimiter of a line in the simple form (one tab or one space between
+    fields, nothing before or after), else None."""
+    line = line[:-1] if line.endswith(b"\r") else line
+    for delim in (b"\t", b" "):
+        if line.split(delim) == fields:
+            return delim
+    return None

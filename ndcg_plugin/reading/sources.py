@@ -1,0 +1,215 @@
+"""Bytes from where qrels and runs come from (a path, ``-`` for standard input, an open binary
+or text stream, or the text itself), gzip detected from the content, cut into blocks of whole
+lines; and :func:`parse_blocks`, which parses each block with the columnar parser or, where it
+declines, the line parser, numbering lines across blocks."""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+from ..errors import InputError
+from . import columnar, lines
+from .formats import delimiter_of, first_data_line, layout_for
+from .lines import Parsed
+
+BLOCK_BYTES = 1 << 24  # 16 MiB of text per block
+Progress = Callable[[int, int], None]
+
+
+def is_path(data: Any) -> bool:
+    return isinstance(data, os.PathLike) or (isinstance(data, str) and "\n" not in data)
+
+
+def source_name(data: Any, default: str) -> str:
+    if is_path(data):
+        return "<stdin>" if str(data) == "-" else str(data)
+    return getattr(data, "name", None) if isinstance(getattr(data, "name", None), str) else default
+
+
+def _open(data: Any, source: str) -> tuple[BinaryIO, int]:
+    """A binary stream of the raw content and its size in bytes (0 when unknown)."""
+    if is_path(data):
+        if str(data) == "-":
+            return sys.stdin.buffer, 0
+        try:
+            f = open(data, "rb")  # noqa: SIM115 - closed by blocks()
+        except FileNotFoundError:
+            raise InputError(source, None, "file not found") from None
+        except IsADirectoryError:
+            raise InputError(source, None, "is a directory, expected a qrels or run file") from None
+        except PermissionError:
+            raise InputError(source, None, "permission denied") from None
+        return f, os.fstat(f.fileno()).st_size
+    if isinstance(data, (bytes, bytearray)):
+        import io
+        return io.BytesIO(data), len(data)
+    if isinstance(data, str):  # the text of a file
+        import io
+        raw = data.encode("utf-8")
+        return io.BytesIO(raw), len(raw)
+    if hasattr(data, "read"):
+        stream = getattr(data, "buffer", None)
+        if stream is not None and hasattr(stream, "read"):
+            return stream, 0
+        return _TextAsBytes(data), 0
+    raise TypeError(f"not a readable source: {type(data).__name__}")
+
+
+class _TextAsBytes:
+    """A text stream read as UTF-8 bytes."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.stream.read(n)
+        return chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+    def close(self) -> None:
+        pass
+
+
+class _Counting:
+    """Counts the raw (possibly compressed) bytes read, for progress."""
+
+    def __init__(self, raw: BinaryIO):
+        self.raw = raw
+        self.done = 0
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.raw.read(n)
+        self.done += len(chunk)
+        return chunk
+
+
+class Chunk:
+    """Whole lines: ``data[start:end]`` of a bytes object, without copying them out."""
+
+    __slots__ = ("data", "start", "end")
+
+    def __init__(self, data: bytes, start: int = 0, end: int | None = None):
+        self.data, self.start, self.end = data, start, len(data) if end is None else end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def find(self, sub: bytes) -> int:
+        at = self.data.find(sub, self.start, self.end)
+        return at - self.start if at >= 0 else -1
+
+    def count(self, sub: bytes) -> int:
+        return self.data.count(sub, self.start, self.end)
+
+    def startswith(self, prefix: bytes) -> bool:
+        return self.data.startswith(prefix, self.start, self.end)
+
+    def head(self, n: int) -> bytes:
+        return self.data[self.start: min(self.start + n, self.end)]
+
+    def tobytes(self) -> bytes:
+        if self.start == 0 and self.end == len(self.data):
+            return self.data
+        return self.data[self.start: self.end]
+
+    def buffer(self):
+        import pyarrow as pa
+        return pa.py_buffer(self.data).slice(self.start, len(self))
+
+
+def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
+           progress: Progress | None = None) -> Iterator[Chunk]:
+    """The content as blocks of whole lines (each ends with a newline, but perhaps the last)."""
+    raw, total = _open(data, source)
+    counting = _Counting(raw)
+    try:
+        head = counting.read(2)
+        gz = head == b"\x1f\x8b"
+        if not gz and source.endswith(".gz") and head:
+            raise InputError(source, None, "the name ends in .gz but the content is not gzip; rename the file "
+                             "or compress it")
+        stream: Any = counting
+        pending = head
+        if gz:
+            stream = gzip.GzipFile(fileobj=_Prefixed(head, counting), mode="rb")
+            pending = b""
+        while True:
+            try:
+                chunk = stream.read(block_bytes)
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputError(source, None, f"corrupt or truncated gzip data ({e})") from None
+            if progress is not None:
+                progress(counting.done, total)
+            if not chunk:
+                break
+            first = chunk.find(b"\n")
+            if first < 0:  # a line longer than a block
+                pending += chunk
+                continue
+            last = chunk.rfind(b"\n")
+            if pending:  # the line cut at the end of the previous chunk, completed
+                yield Chunk(pending + chunk[: first + 1])
+                pending = b""
+                start = first + 1
+            else:
+                start = 0
+            if last + 1 > start:
+                yield Chunk(chunk, start, last + 1)  # no copy of the bulk of the block
+            pending = chunk[last + 1:]
+        if pending:
+            yield Chunk(pending)
+    finally:
+        if raw is not sys.stdin.buffer and hasattr(raw, "close") and is_path(data):
+            raw.close()
+
+
+class _Prefixed:
+    """A stream with bytes already read put back in front."""
+
+    def __init__(self, head: bytes, stream):
+        self.head = head
+        self.stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        if self.head:
+            out, self.head = self.head, b""
+            if n is None or n < 0:
+                return out + self.stream.read()
+            return out + self.stream.read(max(n - len(out), 0)) if n > len(out) else out
+        return self.stream.read(n)
+
+
+def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: str = "auto",
+                 columnar_ok: bool = True) -> Iterator[Parsed]:
+    """Parse blocks in order: each with the columnar parser when the file's first data line is
+    in the simple form, else (or where it declines) with the line parser. Line numbers run on
+    across blocks: a block the columnar parser took has one row per line."""
+    layout = delimiter = None
+    first_line = 1
+    file_start = True
+    for chunk in chunks:
+        if layout is None:
+            head = chunk.head(1 << 20)
+            if len(head) < len(chunk):
+                head = head[: head.rfind(b"\n") + 1]  # whole lines only
+            found = first_data_line(head, kind)
+            if found is not None:
+                layout = layout_for(kind, run_format, found[1])
+                delimiter = delimiter_of(*found) if columnar_ok else None
+        parsed = None
+        if delimiter is not None:
+            parsed = columnar.parse_block(chunk, layout, delimiter, file_start)
+            if parsed is not None:
+                import numpy as np
+                parsed.line = np.arange(first_line, first_line + len(parsed), dtype=np.int64)
+                first_line += len(parsed)
+        if parsed is None:
+            parsed = lines.parse_lines(chunk.tobytes(), source, kind, run_format, layout, first_line, file_start)
+            first_line += chunk.count(b"\n")
+        file_start = False
+        if parsed is not None:
+            layout = layout or parsed.layout
+            yield parsed

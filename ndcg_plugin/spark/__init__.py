@@ -1,0 +1,189 @@
+"""The plugin's measures on Spark DataFrames, computed natively with Spark SQL.
+
+>>> from ndcg_plugin import spark as ndcg_spark
+>>> ndcg_spark.evaluate(qrels_df, run_df, ["NDCG_exp@10", "HitRate_item@10", "MRR_ignore@10"])
+{NDCG_exp@10: 0.41, HitRate_item@10: 0.07, MRR_ignore@10: 0.52}
+
+The numbers are the local engine's (:mod:`ndcg_plugin.engine`), with the same conventions:
+ties by doc id descending (byte order), qrels queries missing from the run score 0 (no value
+for MRR_ignore), run queries missing from the qrels ignored, negative labels gain 0 and are
+never relevant, HitRate_item a micro average. The work is window functions, one shuffle by
+query id and grouped aggregations (:mod:`.plan`); only the aggregates reach the driver.
+
+Needs the ``[spark]`` extra (pyspark) and Java 17 or later.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import report_unmatched, spec_of
+from ..measures import parse_measures
+
+DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
+
+
+class SparkUnavailable(RuntimeError):
+    """pyspark or Java is missing; the message says what to install."""
+
+
+def require_spark() -> None:
+    """Raise :class:`SparkUnavailable` with one clear line when pyspark or Java is missing."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkUnavailable("the Spark engine needs pyspark: pip install 'ndcg-plugin[spark]' "
+                               "(and Java 17 or later)") from None
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and os.path.exists(os.path.join(java_home, "bin", "java"))) and not shutil.which("java"):
+        raise SparkUnavailable("the Spark engine needs Java 17 or later: install a JDK (e.g. apt-get install "
+                               "openjdk-17-jre-headless) and put java on PATH or set JAVA_HOME")
+
+
+def session(master: str = "local[*]", conf: dict | None = None):
+    """The active SparkSession, or a new one on ``master`` (quiet logging, no UI)."""
+    require_spark()
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = (SparkSession.builder.master(master).appName("ndcg-plugin")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _measures(measures: Iterable) -> list:
+    if isinstance(measures, str):
+        measures = [measures]
+    out = []
+    for m in measures:
+        out.extend(parse_measures([m]) if isinstance(m, str) else [m])
+    return list(dict.fromkeys(out))
+
+
+def _specs(measures: list) -> list:
+    specs = []
+    for m in measures:
+        try:
+            specs.append((str(m), spec_of(m)))
+        except ValueError:
+            raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
+                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success; not {m}") from None
+    return specs
+
+
+@dataclass
+class Evaluation:
+    """A lazy evaluation: ``wide`` holds one row per qrels query (``query_id`` and one column per
+    measure, in ``outputs`` order); nothing runs until an action is called."""
+    measures: list
+    wide: Any                 # DataFrame
+    outputs: list
+    _all: Any                 # per-query table of every query (run-only ones too), for checks
+
+    def check(self) -> None:
+        """One Spark job over the per-query table: refuses repeated (query, doc) pairs and warns
+        about run queries absent from the qrels, as the local engine does."""
+        from . import inputs, plan
+        with inputs.reraise():
+            row = self._all.agg(*plan.check_columns()).collect()[0]
+        if row["dup_run"] is not None:
+            raise ValueError(f"run: the pair (query_id doc_id) {row['dup_run']!r} occurs "
+                             f"{row['max_run_pair']} times; trec_eval refuses repeated pairs")
+        if row["dup_qrels"] is not None:
+            raise ValueError(f"qrels: the pair (query_id doc_id) {row['dup_qrels']!r} occurs "
+                             f"{row['max_qrels_pair']} times; trec_eval refuses repeated pairs")
+        report_unmatched(int(row["unmatched"] or 0), int(row["run_queries"] or 0))
+
+    def aggregates(self, by=None) -> dict:
+        """{measure: aggregate}; with ``by`` (a column expression over ``query_id``), a dict
+        {key: {measure: aggregate}} per group of queries."""
+        from . import inputs, plan
+        cols = plan.aggregate_columns(self.outputs)
+        with inputs.reraise():
+            if by is None:
+                rows = [(None, self.wide.agg(*cols).collect()[0])]
+            else:
+                rows = [(r["key"], r) for r in self.wide.groupBy(by.alias("key")).agg(*cols).collect()]
+        out = {}
+        for key, row in rows:
+            out[key] = {m: self._result(m, o, row[f"a{i}"])
+                        for i, (m, o) in enumerate(zip(self.measures, self.outputs, strict=True))}
+        return out[None] if by is None else out
+
+    @staticmethod
+    def _result(measure, output, value) -> float:
+        if value is None:
+            if output.ignore:
+                warnings.warn(f"{measure}: no query has a value (no relevant document in the top k for any "
+                              f"query); the mean is NaN", RuntimeWarning, stacklevel=3)
+            return math.nan
+        return float(value)
+
+    def long(self):
+        """Per-query values as a DataFrame (query_id, measure, value); ``value`` is NULL where
+        a measure has no value (MRR_ignore without a relevant doc in the top k)."""
+        from pyspark.sql import functions as F
+        pairs = F.array(*[F.struct(F.lit(o.name).alias("measure"), F.col(o.value).alias("value"))
+                          for o in self.outputs])
+        return (self.wide.select("query_id", F.inline(pairs))
+                .select("query_id", "measure", "value"))
+
+    def rows(self) -> Iterator[tuple[str, list[float]]]:
+        """(query_id, [value per measure]) in query id order (byte order), streamed to the driver
+        a partition at a time: for printing per-query results."""
+        from . import inputs
+        with inputs.reraise():
+            for r in self.wide.orderBy("query_id").toLocalIterator():
+                yield r["query_id"], [math.nan if r[o.value] is None else float(r[o.value]) for o in self.outputs]
+
+
+def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Evaluation:
+    """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
+    names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names)."""
+    from . import inputs, plan
+    names = {**DEFAULT_COLUMNS, **(columns or {})}
+    unknown = set(names) - set(DEFAULT_COLUMNS)
+    if unknown:
+        raise ValueError(f"columns: unknown keys {sorted(unknown)}; expected some of {sorted(DEFAULT_COLUMNS)}")
+    measures = _measures(measures)
+    if not measures:
+        raise ValueError("give at least one measure, e.g. NDCG_exp@10")
+    specs = _specs(measures)
+    q = inputs.normalise(qrels, "qrels", names)
+    r = inputs.normalise(run, "run", names)
+    rows, ideal = plan.ranked_rows(r, q, [s for _, s in specs])
+    every, outputs = plan.per_query(rows, specs, ideal)
+    extra = [c for o in outputs for c in (o.hits, o.den) if c is not None]
+    wide = every.where("has_qrels").select(every["q"].alias("query_id"), *[o.value for o in outputs], *extra)
+    return Evaluation(measures, wide, outputs, every)
+
+
+def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None):
+    """Evaluate a run (Spark DataFrame) against qrels (Spark DataFrame).
+
+    ``measures``: measure objects or strings (``"NDCG_exp@10"``). ``columns`` maps query, doc,
+    relevance, score to column names (e.g. ``{"query": "user_id", "doc": "item_id",
+    "relevance": "rating", "score": "prediction"}``). Ids may be strings or integers (compared
+    as their decimal strings); relevance an integer; score a number.
+
+    Returns ``{measure: aggregate}``, or with ``per_query=True`` a DataFrame (query_id, measure,
+    value) over the qrels queries (after one validation job; the DataFrame itself is lazy).
+    Repeated (query, doc) pairs, NaN or infinite scores, missing or empty ids and non-integer
+    labels raise ValueError, as in the local engine.
+    """
+    ev = prepare(qrels, run, measures, columns)
+    ev.check()
+    return ev.long() if per_query else ev.aggregates()
+
+
+__all__ = ["evaluate", "prepare", "session", "require_spark", "SparkUnavailable", "Evaluation", "DEFAULT_COLUMNS"]

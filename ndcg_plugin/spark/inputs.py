@@ -1,0 +1,92 @@
+"""Input DataFrames to the plan's columns, validated inside the Spark job.
+
+Checks the local reader makes on every row (ids present and non-empty, scores finite, labels
+integers) run as ``raise_error`` expressions in the same job that computes the measures, so
+validation costs no extra pass; the error surfaces as a ValueError naming the input, the
+column and the offending value (:func:`reraise`).
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+MARK = "ndcg-plugin input error: "
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+_NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
+
+
+def _fail(message: Column) -> Column:
+    return F.raise_error(F.concat(F.lit(MARK), message))
+
+
+def _column(df: DataFrame, name: str, what: str, kind: str) -> T.DataType:
+    if name not in df.columns:
+        raise ValueError(f"{kind}: no column {name!r} for the {what} (columns: {df.columns}); "
+                         f"name it with columns={{'{what}': ...}}")
+    return df.schema[name].dataType
+
+
+def _id(df: DataFrame, name: str, what: str, kind: str) -> Column:
+    dtype = _column(df, name, what, kind)
+    col = F.col(name)
+    if isinstance(dtype, _INTEGRAL):
+        col = col.cast("string")
+    elif not isinstance(dtype, T.StringType):
+        raise ValueError(f"{kind}: column {name!r} ({what} id) must hold strings or integers, got "
+                         f"{dtype.simpleString()}; convert it explicitly (float ids would not match their string form)")
+    return (F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}")))
+            .when(col == "", _fail(F.lit(f"{kind}: empty {what} id in column {name}")))
+            .otherwise(col))
+
+
+def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
+    """(q, d, s) for a run, (q, d, lab) for qrels, with the row checks as expressions."""
+    q = _id(df, names["query"], "query", kind).alias("q")
+    d = _id(df, names["doc"], "doc", kind).alias("d")
+    if kind == "run":
+        name = names["score"]
+        dtype = _column(df, name, "score", kind)
+        if not isinstance(dtype, _NUMERIC):
+            raise ValueError(f"run: column {name!r} (score) must be numeric, got {dtype.simpleString()}")
+        s = F.col(name).cast("double")
+        s = (F.when(s.isNull(), _fail(F.lit(f"run: missing score in column {name}")))
+             .when(F.isnan(s) | (F.abs(s) == F.lit(float("inf"))),
+                   _fail(F.concat(F.lit("run: score must be a finite number, got "), s.cast("string"),
+                                  F.lit("; NaN or infinite scores have no defined rank"))))
+             .otherwise(s)).alias("s")
+        return df.select(q, d, s)
+    name = names["relevance"]
+    dtype = _column(df, name, "relevance", kind)
+    if not isinstance(dtype, _NUMERIC):
+        raise ValueError(f"qrels: column {name!r} (relevance) must be an integer, got {dtype.simpleString()}")
+    raw = F.col(name)
+    if isinstance(dtype, _INTEGRAL):
+        lab = raw.cast("long")
+        bad = raw.isNull()
+    else:
+        as_double = raw.cast("double")
+        bad = raw.isNull() | F.isnan(as_double) | (F.abs(as_double) >= F.lit(2.0 ** 63)) \
+            | (as_double != F.floor(as_double))
+        lab = F.floor(as_double).cast("long")
+    lab = F.when(bad, _fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
+                                     F.coalesce(raw.cast("string"), F.lit("NULL"))))).otherwise(lab).alias("lab")
+    return df.select(q, d, lab)
+
+
+_MESSAGE = re.compile(re.escape(MARK) + r"(.*?)(?:\n|$)")
+
+
+@contextmanager
+def reraise():
+    """Turn an input error raised inside a Spark job into a ValueError with its message."""
+    try:
+        yield
+    except Exception as e:  # pyspark wraps JVM errors in several classes across versions
+        found = _MESSAGE.search(str(e))
+        if found is None:
+            raise
+        raise ValueError(found.group(1).strip().rstrip(".")) from None

@@ -1,0 +1,193 @@
+"""The Spark SQL plan: every measure from one shuffle of the run and the qrels by query id.
+
+1. run rows and qrels rows are put in one DataFrame (a union, tagged) and hash-partitioned by
+   query id: the only shuffle of the data. Every later step needs rows clustered by query id
+   (or by (query id, doc id), which that partitioning also satisfies), so it runs within a
+   partition after a local sort;
+2. a window over (query, doc) gives each run row its qrels label (the join) and counts repeated
+   pairs; a window over the query tells whether the qrels hold it;
+3. a window over the query, ordered by score descending then doc id descending (trec_eval's
+   order; Spark compares strings by their UTF-8 bytes), numbers the run rows (the rank), and
+   counts judged rows above each row (the rank under ``judged_only``, trec_eval -J);
+4. one window per gain function and ideal source (qrels or run) numbers the judged rows by gain
+   descending: the ideal ranking;
+5. one grouped aggregation per query computes every measure (sums and minima of conditional
+   expressions), then one global aggregation gives the means. Only that row reaches the driver.
+
+``ties="average"`` adds windows over tie groups (query, score); see :mod:`.tied`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from ..engine import Spec
+from . import tied
+
+WHITESPACE = r"[ \t\n\x0B\f\r]"
+
+
+def gain(spec: Spec, label: Column) -> Column:
+    """Gain of a label as the local engine's ``gain_of``: rel or 2^rel - 1 for labels >= 0, 0
+    for negative labels, then the ``gains`` overrides (whose keys are >= 0)."""
+    pos = F.greatest(label, F.lit(0)).cast("double")
+    g = pos if spec.variant == "linear" else F.pow(F.lit(2.0), pos) - F.lit(1.0)
+    for value, override in spec.gains:
+        g = F.when(label == F.lit(int(value)), F.lit(float(override))).otherwise(g)
+    return g
+
+
+def _disc(rank: Column) -> Column:
+    return F.lit(1.0) / F.log2(rank.cast("double") + F.lit(1.0))
+
+
+def _within(rank: Column, cutoff: int | None) -> Column:
+    return F.lit(True) if cutoff is None else rank <= F.lit(cutoff)
+
+
+def _ratio(num: Column, den: Column) -> Column:
+    """num / den, 0 where den is 0 (never a division by zero, whatever spark.sql.ansi.enabled)."""
+    return F.when(den > 0, num / F.when(den > 0, den).otherwise(F.lit(1.0))).otherwise(F.lit(0.0))
+
+
+@dataclass(frozen=True)
+class Output:
+    """Per-query columns of one measure: ``value``; for HitRate_item also ``hits``/``den``."""
+    name: str        # str(measure)
+    value: str
+    hits: str | None = None
+    den: str | None = None
+    ignore: bool = False   # MRR_ignore: NULL is "no value"
+
+
+def _gain_key(spec: Spec) -> tuple:
+    return (spec.variant, spec.gains)
+
+
+def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[DataFrame, dict]:
+    """Steps 1-4: the tagged rows with label, rank, judged rank and ideal ranks as columns.
+    ``run`` has (q, d, s), ``qrels`` (q, d, lab). Returns (rows, {ideal key: column name})."""
+    r = run.select("q", "d", F.when(F.col("s") == 0, F.lit(0.0)).otherwise(F.col("s")).alias("s"),
+                   F.lit(None).cast("long").alias("lab"), F.lit(True).alias("is_run"))
+    j = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
+                     F.lit(False).alias("is_run"))
+    rows = r.unionByName(j).repartition("q")
+    pair = Window.partitionBy("q", "d")
+    query = Window.partitionBy("q")
+    rows = rows.select(
+        "q", "d", "s", "is_run",
+        F.max("lab").over(pair).alias("label"),
+        F.count("lab").over(pair).alias("n_qrels_pair"),
+        F.sum(F.col("is_run").cast("int")).over(pair).alias("n_run_pair"),
+    ).withColumn("has_qrels", F.max((~F.col("is_run")).cast("int")).over(query) > 0)
+    judged = F.col("label").isNotNull()
+    rows = rows.withColumn("judged", judged).withColumn("kept", F.col("judged") & (F.col("label") >= 0))
+    order = Window.partitionBy("q").orderBy(F.col("is_run").desc(), F.col("s").desc(), F.col("d").desc())
+    rows = rows.withColumn("rank", F.row_number().over(order))
+    if any(s.judged_only for s in specs):
+        running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        rows = rows.withColumn("jrank", F.sum(F.col("kept").cast("int")).over(running))
+    ideal_cols: dict = {}
+    for spec in specs:
+        if spec.family != "ndcg":
+            continue
+        key = (spec.ideal, _gain_key(spec))
+        if key in ideal_cols:
+            continue
+        name = f"irank{len(ideal_cols)}"
+        g = gain(spec, F.col("label"))
+        # the ideal ranking: the pool's rows first (qrels rows, or the run's judged rows), by gain descending
+        pool = (~F.col("is_run")) if spec.ideal == "qrels" else (F.col("is_run") & judged)
+        w = Window.partitionBy("q").orderBy(pool.desc(), g.desc())
+        rows = rows.withColumn(name, F.row_number().over(w))
+        ideal_cols[key] = name
+    if any(s.ties == "average" for s in specs):
+        rows = tied.add_group_columns(rows, specs)
+    return rows, ideal_cols
+
+
+def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) -> tuple[DataFrame, list[Output]]:
+    """Step 5: one row per query id (run-only queries too, flagged by ``has_qrels``), with each
+    measure's per-query value, and the validation counts."""
+    is_run, judged, label = F.col("is_run"), F.col("judged"), F.col("label")
+    aggs = [
+        F.max(F.col("has_qrels")).alias("has_qrels"),
+        F.sum(is_run.cast("long")).alias("returned"),
+        F.max(F.when(is_run, F.col("n_run_pair"))).alias("max_run_pair"),
+        F.max(F.when(~is_run, F.col("n_qrels_pair"))).alias("max_qrels_pair"),
+        F.min(F.when(is_run & (F.col("n_run_pair") > 1), F.concat_ws(" ", "q", "d"))).alias("dup_run"),
+        F.min(F.when(~is_run & (F.col("n_qrels_pair") > 1), F.concat_ws(" ", "q", "d"))).alias("dup_qrels"),
+    ]
+    outputs: list[Output] = []
+    post: list[Column] = []
+    for i, (name, spec) in enumerate(specs):
+        rank = F.col("jrank") if spec.judged_only else F.col("rank")
+        eligible = is_run & (F.col("kept") if spec.judged_only else F.lit(True))
+        inside = eligible & _within(rank, spec.cutoff)
+        relevant = judged & (label >= F.lit(spec.rel))
+        v = f"v{i}"
+        if spec.ties == "average":
+            cols, value_expr, extra = tied.measure(spec, i, rank, eligible, relevant, gain(spec, label),
+                                                   ideal_cols)
+            aggs += cols
+            post.append(value_expr.alias(v))
+            outputs.append(Output(name, v, *extra, ignore=spec.family == "mrr" and spec.variant == "ignore"))
+            continue
+        if spec.family == "ndcg":
+            g = F.when(judged, gain(spec, label)).otherwise(F.lit(0.0))
+            irank = F.col(ideal_cols[(spec.ideal, _gain_key(spec))])
+            pool = (~is_run) if spec.ideal == "qrels" else (is_run & judged)
+            ig = gain(spec, label)
+            aggs.append(F.coalesce(F.sum(F.when(inside, g * _disc(rank))), F.lit(0.0)).alias(f"dcg{i}"))
+            aggs.append(F.coalesce(F.sum(F.when(pool & (ig > 0) & _within(irank, spec.cutoff), ig * _disc(irank))),
+                                   F.lit(0.0)).alias(f"idcg{i}"))
+            post.append(_ratio(F.col(f"dcg{i}"), F.col(f"idcg{i}")).alias(v))
+            outputs.append(Output(name, v))
+        elif spec.family == "hitrate":
+            aggs.append(F.count(F.when(inside & relevant, True)).cast("double").alias(f"h{i}"))
+            if spec.variant == "query":
+                post.append(F.when(F.col(f"h{i}") > 0, F.lit(1.0)).otherwise(F.lit(0.0)).alias(v))
+                outputs.append(Output(name, v))
+            else:
+                den = F.col("returned").cast("double")
+                if spec.cutoff is not None:
+                    den = F.least(den, F.lit(float(spec.cutoff)))
+                post += [den.alias(f"n{i}"), _ratio(F.col(f"h{i}"), den).alias(v)]
+                outputs.append(Output(name, v, f"h{i}", f"n{i}"))
+        else:
+            aggs.append(F.min(F.when(inside & relevant, rank)).alias(f"first{i}"))
+            first = F.col(f"first{i}").cast("double")
+            miss = F.lit(0.0) if spec.variant == "zero" else F.lit(None).cast("double")
+            post.append(F.when(first.isNotNull(), F.lit(1.0) / first).otherwise(miss).alias(v))
+            outputs.append(Output(name, v, ignore=spec.variant == "ignore"))
+    grouped = rows.groupBy("q").agg(*aggs)
+    keep = ["q", "has_qrels", "returned", "max_run_pair", "max_qrels_pair", "dup_run", "dup_qrels"]
+    keep += [c for o in outputs for c in (o.hits,) if c is not None]
+    return grouped.select(*keep, *post), outputs
+
+
+def aggregate_columns(outputs: list[Output]) -> list[Column]:
+    """The aggregate of each measure over the rows of a per-query table restricted to qrels
+    queries: the mean; the mean of the values that exist (MRR_ignore); sum(hits)/sum(den)
+    (HitRate_item). Columns are named by position (a0, a1, ...), plus ``queries``."""
+    cols = [F.count(F.lit(1)).alias("queries")]
+    for i, o in enumerate(outputs):
+        if o.hits is not None:
+            cols.append(_ratio(F.sum(o.hits), F.sum(o.den)).alias(f"a{i}"))
+        else:
+            cols.append(F.avg(o.value).alias(f"a{i}"))
+    return cols
+
+
+def check_columns() -> list[Column]:
+    """Global counts that say whether the input was valid, over the per-query table of all queries."""
+    return [
+        F.sum(F.when(~F.col("has_qrels"), 1).otherwise(0)).alias("unmatched"),
+        F.sum(F.when(F.col("returned") > 0, 1).otherwise(0)).alias("run_queries"),
+        F.max("max_run_pair").alias("max_run_pair"),
+        F.max("max_qrels_pair").alias("max_qrels_pair"),
+        F.min("dup_run").alias("dup_run"),
+        F.min("dup_qrels").alias("dup_qrels"),
+    ]

@@ -1,0 +1,143 @@
+"""Evaluate a run file as it streams: memory bounded by the block size, not by the run.
+
+The file is read in blocks of whole lines (:func:`ndcg_plugin.reading.sources.blocks`), each
+parsed as the reader would parse it. The rows of the last query of a block may go on in the
+next block, so they are carried over; every other query of a block is complete, and is
+checked for duplicates and evaluated there (duplicates are pairs within one query, so the
+check stays exact). Only the per-query values are kept.
+
+Runs are grouped by query in practice (TREC and MS MARCO files). A query that appears again
+after other queries were completed cannot be evaluated from the blocks kept, so the file is
+then read again whole, into memory, and evaluated as :func:`ndcg_plugin.engine.compute` does:
+correct, with memory that grows with the run. Standard input cannot be read twice and is
+always read whole.
+
+The result equals ``engine.compute(index, reading.read(path, "run", ...), specs)`` exactly:
+the same values, the same warning, and the same error for a bad file (the first bad line in
+file order; a duplicate is reported only once the whole file has parsed, as the in-memory
+reader does).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import engine, reading
+from .reading.duplicates import resolve_duplicates
+from .reading.formats import LAYOUTS
+from .reading.lines import Parsed
+from .reading.sources import BLOCK_BYTES, blocks, parse_blocks, source_name
+
+
+class _Regrouped(Exception):
+    """A query appeared again after it was completed."""
+
+
+def _concat(a: Parsed | None, b: Parsed) -> Parsed:
+    if a is None:
+        return b
+
+    def strings(x, y):
+        chunks = [c for arr in (x, y) for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr])]
+        return pa.chunked_array(chunks, type=pa.large_string())
+
+    return Parsed(b.layout, strings(a.query_id, b.query_id), strings(a.doc_id, b.doc_id),
+                  np.concatenate([a.value, b.value]), np.concatenate([a.line, b.line]))
+
+
+def _split(p: Parsed, at: int) -> tuple[Parsed, Parsed]:
+    def part(lo, hi):
+        return Parsed(p.layout, p.query_id.slice(lo, hi - lo), p.doc_id.slice(lo, hi - lo), p.value[lo:hi],
+                      p.line[lo:hi])
+    return part(0, at), part(at, len(p))
+
+
+def _last_query_start(qids: pa.ChunkedArray | pa.Array) -> int:
+    """Row where the trailing run of the last query id begins."""
+    last = qids[len(qids) - 1]
+    other = np.flatnonzero(~pc.equal(qids, last).to_numpy(zero_copy_only=False))
+    return int(other[-1]) + 1 if len(other) else 0
+
+
+def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
+    """Pieces of whole queries: each block's rows up to its last query, which is carried over."""
+    pending: Parsed | None = None
+    for piece in pieces:
+        merged = _concat(pending, piece)
+        cut = _last_query_start(merged.query_id)
+        if cut == 0:
+            pending = merged
+            continue
+        done, pending = _split(merged, cut)
+        yield done
+    if pending is not None and len(pending):
+        yield pending
+
+
+def _no_rows() -> Parsed:
+    none = pa.array([], type=pa.large_string())
+    return Parsed(LAYOUTS["trec"], none, none, np.zeros(0), np.zeros(0, dtype=np.int64))
+
+
+def _merge(out: dict, part: dict, present: np.ndarray) -> None:
+    for spec, vals in part.items():
+        acc = out[spec]
+        acc.values[present] = vals.values[present]
+        if vals.hits is not None:
+            acc.hits[present] = vals.hits[present]
+            acc.returned[present] = vals.returned[present]
+
+
+def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
+                 duplicates: str = "error", block_bytes: int = BLOCK_BYTES, progress=None) -> dict:
+    """Per-query values of every spec for the run file ``run`` (a path, or ``-``), as
+    :func:`ndcg_plugin.engine.compute` gives them for the whole file read into memory."""
+    specs = list(dict.fromkeys(specs))
+    reading.check_options("run", run_format, duplicates)
+    source = source_name(run, "<stream>")
+    if not reading.sources.is_path(run) or str(run) == "-":
+        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, progress=progress)
+        return engine.compute(index, table, specs)
+    try:
+        return _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress)
+    except _Regrouped:
+        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source)
+        return engine.compute(index, table, specs)
+
+
+def _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress) -> dict:
+    empty = engine.compute(index, _no_rows(), specs, counts=[])
+    out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
+                            None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
+    seen: set[str] = set()
+    counts: list = []
+    pending_error: Exception | None = None
+    any_rows = False
+    pieces = parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format)
+    for part in complete_queries(pieces):
+        any_rows = True
+        uniques = pc.unique(part.query_id)
+        names = uniques.to_pylist()
+        if not seen.isdisjoint(names):
+            raise _Regrouped()
+        seen.update(names)
+        if pending_error is not None:
+            continue  # only parse on: a bad line later in the file is reported first
+        try:
+            table = resolve_duplicates(part, "run", duplicates, source)
+        except reading.InputError as e:
+            pending_error = e
+            continue
+        values = engine.compute(index, table, specs, counts=counts)
+        present = index.code_of(uniques)
+        _merge(out, values, present[present >= 0])
+    if not any_rows:
+        raise reading.InputError(source, None, "no run lines found: the input is empty")
+    if pending_error is not None:
+        raise pending_error
+    engine.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    return out

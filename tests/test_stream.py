@@ -1,0 +1,126 @@
+"""Streaming evaluation equals the in-memory engine exactly: on the differential tests' random
+collections, with the run file cut into blocks at random points (tiny blocks included),
+grouped or not, with bad lines and duplicates."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, engine, read
+from ndcg_plugin.stream import compute_file
+
+from .test_differential import collections
+
+MEASURES = [NDCG_lin @ 3, NDCG_exp, NDCG_lin(ideal="run") @ 5, NDCG_lin(judged_only=True) @ 4, HitRate @ 2,
+            HitRate_item @ 3, MRR_zero @ 5, MRR_ignore @ 2, MRR_zero(rel=2) @ 10, NDCG_exp(ties="average") @ 3,
+            HitRate_item(ties="average") @ 2, MRR_ignore(ties="average") @ 4]
+SPECS = [engine.spec_of(m) for m in MEASURES]
+
+
+def run_text(run: dict, order: list, fmt: str) -> str:
+    lines = []
+    for q, d in order:
+        s = run[q][d]
+        lines.append(f"{q}\t{d}\t{int(s)}" if fmt == "msmarco" else f"{q} Q0 {d} 0 {s!r} tag")
+    return "\n".join(lines) + "\n"
+
+
+def outcome(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn()
+        except InputError as e:
+            return ("error", str(e)), []
+    return result, [str(w.message) for w in caught]
+
+
+def same_values(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for spec in a:
+        for field in ("values", "hits", "returned"):
+            x, y = getattr(a[spec], field), getattr(b[spec], field)
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_array_equal(x, y, err_msg=f"{spec} {field}")  # NaN equals NaN here
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=collections(), data=st.data())
+def test_streaming_equals_in_memory_on_random_cases_cut_anywhere(tmp_path, case, data):
+    qrels, run = case
+    pairs = [(q, d) for q in run for d in run[q]]
+    if data.draw(st.integers(0, 4)) == 0:
+        pairs = data.draw(st.permutations(pairs))  # not grouped by query: read again, whole
+    fmt = data.draw(st.sampled_from(["trec", "trec", "msmarco"]))
+    text = run_text(run, pairs, fmt)
+    if data.draw(st.integers(0, 5)) == 0 and pairs:
+        lines = text.splitlines(keepends=True)
+        i = data.draw(st.integers(0, len(lines) - 1))
+        lines.insert(i, data.draw(st.sampled_from(["# comment\n", "\n", "q1 Q0 bad\n", lines[i]])))
+        text = "".join(lines)
+    path = tmp_path / "run.txt"
+    path.write_text(text)
+    block = data.draw(st.sampled_from([1, 7, 40, 333, 1 << 20]))
+    policy = data.draw(st.sampled_from(["error", "error", "first", "max"]))
+    index = engine.QrelsIndex(read(qrels, "qrels"))
+
+    def whole():
+        return engine.compute(index, read(path, "run", duplicates=policy), SPECS)
+
+    def streamed():
+        return compute_file(index, path, SPECS, duplicates=policy, block_bytes=block)
+
+    expected, expected_warnings = outcome(whole)
+    got, got_warnings = outcome(streamed)
+    assert got_warnings == expected_warnings
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        same_values(got, expected)
+
+
+def test_a_query_longer_than_many_blocks_is_carried_whole(tmp_path):
+    lines = [f"q1 Q0 d{i} 0 {1000 - i} t" for i in range(500)] + [f"q2 Q0 d{i} 0 {i} t" for i in range(3)]
+    path = tmp_path / "run"
+    path.write_text("\n".join(lines) + "\n")
+    index = engine.QrelsIndex(read("q1 0 d499 1\nq2 0 d0 1\n", "qrels"))
+    got = compute_file(index, path, [engine.spec_of(MRR_zero @ 1000)], block_bytes=64)
+    # hand computation: q1's relevant doc d499 has the lowest score (rank 500); q2's d0 ranks 3rd
+    assert list(got[engine.spec_of(MRR_zero @ 1000)].values) == [1 / 500, 1 / 3]
+
+
+def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
+    path = tmp_path / "run"
+    path.write_text("q1 Q0 a 0 1 t\nq1 Q0 a 0 2 t\n" + "".join(f"q2 Q0 d{i} 0 1 t\n" for i in range(50)) + "q3 Q0 x\n")
+    index = engine.QrelsIndex(read("q1 0 a 1\n", "qrels"))
+    with pytest.raises(InputError, match=":53: expected 6 columns"):
+        compute_file(index, path, [engine.spec_of(NDCG_lin @ 10)], block_bytes=32)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=collections(), data=st.data())
+def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, capsys, case, data):
+    from ndcg_plugin.cli import build_parser, main
+
+    qrels, run = case
+    qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text("".join(f"{q} 0 {d} {r}\n" for q in qrels for d, r in qrels[q].items()))
+    run_path.write_text(run_text(run, [(q, d) for q in run for d in run[q]], "trec") if run else "")
+    measures = [str(m) for m in MEASURES] + ["RR@5", "nDCG@3"]
+    eval_parser = build_parser()._subparsers._group_actions[0].choices["eval"]  # every -o choice, now and later
+    formats = next(a.choices for a in eval_parser._actions if "--output" in a.option_strings)
+    extra = data.draw(st.sampled_from([[], ["-q"], ["-q", "-n"], ["-p", "-1"]]))
+    fmt = data.draw(st.sampled_from(sorted(formats)))
+    outs = []
+    for block in (data.draw(st.sampled_from(["1", "9", "100"])), "0"):
+        code = main(["eval", str(qrels_path), str(run_path), *measures, "-o", fmt, *extra, "--block-size", block])
+        captured = capsys.readouterr()
+        outs.append((code, captured.out, captured.err))
+    assert outs[0] == outs[1]
