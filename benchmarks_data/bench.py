@@ -87,6 +87,7 @@ def tool_irmeasures_iter(qrels: str, run: str, plugin: str) -> None:
     measures = [ir_measures.nDCG @ 10, ir_measures.RR @ 10]
     if plugin == "yes":
         import ndcg_plugin
+        ndcg_plugin.register(serve_builtins=True)  # nDCG@10 by the plugin's engine: opt-in
         measures = [ir_measures.nDCG @ 10, ndcg_plugin.MRR_zero @ 10]
     t = time.perf_counter()
     res = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(qrels), ir_measures.read_trec_run(run))
@@ -99,6 +100,7 @@ def tool_frames(qrels: str, run: str) -> None:
     import pytrec_eval
 
     import ndcg_plugin
+    ndcg_plugin.register(serve_builtins=True)  # nDCG@10 by the plugin's engine: opt-in
     q, r = _frames(qrels, run)
     measures = ndcg_plugin.parse_measures(OURS[:6])  # the plugin's own: built-ins stay with their providers
     qd: dict = {}

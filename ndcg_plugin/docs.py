@@ -64,7 +64,7 @@ in the pipeline; `ndcg_plugin.register()` undoes it), the provider by name
 measure the engine can (trec_eval's tie rule) and names on stderr the printed measures another
 provider computed. Parameters the engine would compute differently from pytrec_eval are not
 served (the pipeline leaves them to pytrec_eval; the provider by name raises a ValueError saying
-why): `rel` other than an integer >= 1, a cutoff below 1, `Success` without a cutoff, `gains`
+why): `rel` other than an integer >= 1, a cutoff below 1, `gains`
 with negative or non-integer keys or values, `gains` with `dcg='exp-log2'`. Then, on the
 inputs below, its numbers or errors differ from ir-measures' providers:
 
@@ -72,20 +72,21 @@ inputs below, its numbers or errors differ from ir-measures' providers:
 |---|---|---|---|---|
 | scores equal at single precision, different at double (`0.3`, `0.30000000000000004`) | pytrec_eval 0.5.11 ranks them as tied, ordered by doc id | ordered by their 64-bit values, as the trec_eval 10.0 binary | the plugin's numbers are trec_eval's | `test_serving_builtins_is_opt_in_and_undone_by_register` |
 | tied scores, `RR@k` | the msmarco provider orders ties by doc id ascending | doc id descending (trec_eval; `-M k recip_rank` agrees) | one tie rule for every measure | `test_served_rr_at_k_orders_ties_as_trec_eval_not_as_msmarco` |
-| `nDCG(dcg='exp-log2')` | the gdeval provider (with ir-measures 0.4.3 here, perl reported a format error on every input tried, in every input form) | gain 2^rel - 1, trec_eval's order and ideal ranking (`NDCG_exp`) | | `test_provider_by_name_serves_builtin_exp_ndcg_for_any_query_ids` |
-| duplicate (query, doc) pairs in a DataFrame or namedtuples | pytrec_eval keeps the last | `InputError` naming both rows (`NdcgPluginProvider(duplicates='first')` or `'max'` keeps one) | trec_eval refuses duplicates | `test_the_comparison_detects_a_takeover_of_builtins` |
-| NaN or infinite scores, empty doc ids | a number | `InputError` naming the row | no defined rank; an empty id is not a TREC id | `test_the_comparison_detects_a_takeover_of_builtins` |
+| `nDCG(dcg='exp-log2')` | the gdeval provider: gdeval.pl reads numeric query ids only (any other id ends in a perl format error, CalledProcessError), labels <= 4, and prints 5 decimals | every id and label, full precision; the same order (score descending, doc id descending) and gain 2^rel - 1 | | `test_served_builtins_equal_pytrec_eval_where_docs_say_they_do` |
+| duplicate (query, doc) pairs in a DataFrame or namedtuples | pytrec_eval keeps the last | `InputError` naming both rows (`NdcgPluginProvider(duplicates='first')` or `'max'` keeps one) | trec_eval refuses duplicates | `test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids` |
+| NaN or infinite scores, empty doc ids | a number | `InputError` naming the row | no defined rank; an empty id is not a TREC id | `test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids` |
 | integer query ids | pytrec_eval raises TypeError | matched as `str(id)`, yielded as given | see "query ids" above | `test_one_id_type_when_mixed_with_builtins` |
 | run queries absent from the qrels | silent | one RuntimeWarning per evaluation | a likely mismatch of files | `test_warns_at_most_once_per_evaluation` |
-| `iter_calc` order | per provider invocation, in its order | by query (string order), then measure | one pass over the ranked arrays | `test_the_comparison_detects_a_takeover_of_builtins` |
+| `iter_calc` order | per provider invocation, in its order | by query (string order), then measure | one pass over the ranked arrays | `test_served_builtins_iter_calc_order_is_by_query_then_measure` |
 
 Everywhere else they agree: `tests/test_builtins.py` compares the served `nDCG`, `nDCG@k`,
 `nDCG(gains=...)@k`, `nDCG(judged_only=True)`, `RR`, `RR(rel=2)`, `RR(judged_only=True)`,
 `Success@k`, `Success(rel=2)@k` and `Success(judged_only=True)@k` with pytrec_eval per query on
 300 random cases (ties, labels -2..3, unjudged docs, qrels queries without judgments) within
-1e-12 (`test_served_builtins_equal_pytrec_eval_where_docs_say_they_do`). A qrels query without
+1e-12, and the served `nDCG(dcg='exp-log2')@5` with gdeval within its 5 printed decimals on the
+cases with numeric ids (`test_served_builtins_equal_pytrec_eval_where_docs_say_they_do`). A qrels query without
 judgments counts in both (0; pytrec_eval's provider fills it in). Queries whose labels are all
-negative are left out of that comparison: pytrec_eval itself crashes on some of them.
+negative are left out of these comparisons (pytrec_eval has been reported to crash on some).
 """
 
 
