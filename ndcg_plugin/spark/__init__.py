@@ -19,7 +19,7 @@ import os
 import shutil
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import report_unmatched, spec_of
@@ -89,12 +89,22 @@ class Evaluation:
     wide: Any                 # DataFrame
     outputs: list
     _all: Any                 # per-query table of every query (run-only ones too), for checks
+    files: dict = field(default_factory=dict)   # {path: (kind, run_format)} read by Spark, for errors
+
+    def persist(self) -> Evaluation:
+        """Keep the per-query table once computed (one row per query), so that :meth:`check`,
+        :meth:`aggregates` and :meth:`rows` run the evaluation once between them."""
+        self._all.persist()
+        return self
+
+    def unpersist(self) -> None:
+        self._all.unpersist()
 
     def check(self) -> None:
         """One Spark job over the per-query table: refuses repeated (query, doc) pairs and warns
         about run queries absent from the qrels, as the local engine does."""
         from . import inputs, plan
-        with inputs.reraise():
+        with inputs.reraise(self.files):
             row = self._all.agg(*plan.check_columns()).collect()[0]
         if row["dup_run"] is not None:
             raise ValueError(f"run: the pair (query_id doc_id) {row['dup_run']!r} occurs "
@@ -109,7 +119,7 @@ class Evaluation:
         {key: {measure: aggregate}} per group of queries."""
         from . import inputs, plan
         cols = plan.aggregate_columns(self.outputs)
-        with inputs.reraise():
+        with inputs.reraise(self.files):
             if by is None:
                 rows = [(None, self.wide.agg(*cols).collect()[0])]
             else:
@@ -142,7 +152,7 @@ class Evaluation:
         """(query_id, [value per measure]) in query id order (byte order), streamed to the driver
         a partition at a time: for printing per-query results."""
         from . import inputs
-        with inputs.reraise():
+        with inputs.reraise(self.files):
             for r in self.wide.orderBy("query_id").toLocalIterator():
                 yield r["query_id"], [math.nan if r[o.value] is None else float(r[o.value]) for o in self.outputs]
 
@@ -164,8 +174,18 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
     rows, ideal = plan.ranked_rows(r, q, [s for _, s in specs])
     every, outputs = plan.per_query(rows, specs, ideal)
     extra = [c for o in outputs for c in (o.hits, o.den) if c is not None]
-    wide = every.where("has_qrels").select(every["q"].alias("query_id"), *[o.value for o in outputs], *extra)
+    wide = every.where("has_qrels").select(every["q"].cast("string").alias("query_id"),
+                                           *[o.value for o in outputs], *extra)
     return Evaluation(measures, wide, outputs, every)
+
+
+def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto") -> Evaluation:
+    """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
+    :mod:`.files`). Errors in a file name the file (and the line, for a local text file)."""
+    from . import files
+    ev = prepare(files.read(spark, qrels, "qrels"), files.read(spark, run, "run", run_format), measures)
+    ev.files = {str(qrels): ("qrels", "auto"), str(run): ("run", run_format)}
+    return ev
 
 
 def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None):
@@ -177,13 +197,20 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
     as their decimal strings); relevance an integer; score a number.
 
     Returns ``{measure: aggregate}``, or with ``per_query=True`` a DataFrame (query_id, measure,
-    value) over the qrels queries (after one validation job; the DataFrame itself is lazy).
+    value) over the qrels queries, read from the per-query table that the validation job
+    persisted (``DataFrame.unpersist`` is not needed: it holds one row per query).
     Repeated (query, doc) pairs, NaN or infinite scores, missing or empty ids and non-integer
     labels raise ValueError, as in the local engine.
     """
-    ev = prepare(qrels, run, measures, columns)
+    ev = prepare(qrels, run, measures, columns).persist()
     ev.check()
-    return ev.long() if per_query else ev.aggregates()
+    if per_query:
+        return ev.long()
+    try:
+        return ev.aggregates()
+    finally:
+        ev.unpersist()
 
 
-__all__ = ["evaluate", "prepare", "session", "require_spark", "SparkUnavailable", "Evaluation", "DEFAULT_COLUMNS"]
+__all__ = ["evaluate", "prepare", "prepare_files", "session", "require_spark", "SparkUnavailable", "Evaluation",
+           "DEFAULT_COLUMNS"]

@@ -14,6 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..reading.validate import InputError
+
 MARK = "ndcg-plugin input error: "
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
@@ -34,8 +36,9 @@ def _id(df: DataFrame, name: str, what: str, kind: str) -> Column:
     dtype = _column(df, name, what, kind)
     col = F.col(name)
     if isinstance(dtype, _INTEGRAL):
-        col = col.cast("string")
-    elif not isinstance(dtype, T.StringType):
+        col = col.cast("long")  # compared as its decimal string after the shuffle (plan.ranked_rows)
+        return F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}"))).otherwise(col)
+    if not isinstance(dtype, T.StringType):
         raise ValueError(f"{kind}: column {name!r} ({what} id) must hold strings or integers, got "
                          f"{dtype.simpleString()}; convert it explicitly (float ids would not match their string form)")
     return (F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}")))
@@ -81,12 +84,20 @@ _MESSAGE = re.compile(re.escape(MARK) + r"(.*?)(?:\n|$)")
 
 
 @contextmanager
-def reraise():
-    """Turn an input error raised inside a Spark job into a ValueError with its message."""
+def reraise(files: dict | None = None):
+    """Turn an input error raised inside a Spark job into a ValueError with its message. For an
+    error in one of ``files`` ({path: (kind, run_format)}), an :class:`InputError` naming the
+    file, with the line the local reader names when the file is local."""
     try:
         yield
     except Exception as e:  # pyspark wraps JVM errors in several classes across versions
         found = _MESSAGE.search(str(e))
         if found is None:
             raise
-        raise ValueError(found.group(1).strip().rstrip(".")) from None
+        message = found.group(1).strip()
+        for path, (kind, run_format) in (files or {}).items():
+            if message.startswith(f"{path}: "):
+                from . import files as spark_files
+                located = spark_files.locate_error(path, kind, run_format)
+                raise (located or InputError(path, None, message[len(path) + 2:])) from None
+        raise ValueError(message.rstrip(".")) from None

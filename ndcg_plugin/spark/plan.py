@@ -69,6 +69,9 @@ def _gain_key(spec: Spec) -> tuple:
 def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[DataFrame, dict]:
     """Steps 1-4: the tagged rows with label, rank, judged rank and ideal ranks as columns.
     ``run`` has (q, d, s), ``qrels`` (q, d, lab). Returns (rows, {ideal key: column name})."""
+    for c in ("q", "d"):  # integer ids stay integers through the shuffle unless the other side has strings
+        if run.schema[c].dataType != qrels.schema[c].dataType:
+            run, qrels = run.withColumn(c, F.col(c).cast("string")), qrels.withColumn(c, F.col(c).cast("string"))
     r = run.select("q", "d", F.when(F.col("s") == 0, F.lit(0.0)).otherwise(F.col("s")).alias("s"),
                    F.lit(None).cast("long").alias("lab"), F.lit(True).alias("is_run"))
     j = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
@@ -84,7 +87,8 @@ def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[Da
     ).withColumn("has_qrels", F.max((~F.col("is_run")).cast("int")).over(query) > 0)
     judged = F.col("label").isNotNull()
     rows = rows.withColumn("judged", judged).withColumn("kept", F.col("judged") & (F.col("label") >= 0))
-    order = Window.partitionBy("q").orderBy(F.col("is_run").desc(), F.col("s").desc(), F.col("d").desc())
+    doc = F.col("d").cast("string")  # trec_eval's tie rule compares doc ids as strings (bytes)
+    order = Window.partitionBy("q").orderBy(F.col("is_run").desc(), F.col("s").desc(), doc.desc())
     rows = rows.withColumn("rank", F.row_number().over(order))
     if any(s.judged_only for s in specs):
         running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -112,13 +116,14 @@ def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) 
     """Step 5: one row per query id (run-only queries too, flagged by ``has_qrels``), with each
     measure's per-query value, and the validation counts."""
     is_run, judged, label = F.col("is_run"), F.col("judged"), F.col("label")
+    pair = F.concat_ws(" ", F.col("q").cast("string"), F.col("d").cast("string"))
     aggs = [
         F.max(F.col("has_qrels")).alias("has_qrels"),
         F.sum(is_run.cast("long")).alias("returned"),
         F.max(F.when(is_run, F.col("n_run_pair"))).alias("max_run_pair"),
         F.max(F.when(~is_run, F.col("n_qrels_pair"))).alias("max_qrels_pair"),
-        F.min(F.when(is_run & (F.col("n_run_pair") > 1), F.concat_ws(" ", "q", "d"))).alias("dup_run"),
-        F.min(F.when(~is_run & (F.col("n_qrels_pair") > 1), F.concat_ws(" ", "q", "d"))).alias("dup_qrels"),
+        F.min(F.when(is_run & (F.col("n_run_pair") > 1), pair)).alias("dup_run"),
+        F.min(F.when(~is_run & (F.col("n_qrels_pair") > 1), pair)).alias("dup_qrels"),
     ]
     outputs: list[Output] = []
     post: list[Column] = []

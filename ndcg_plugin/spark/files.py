@@ -1,0 +1,151 @@
+"""Qrels and runs read by Spark: TREC / MS MARCO text files split exactly as the local reader
+splits them (:mod:`ndcg_plugin.reading.formats`), and Parquet.
+
+Text lines are cut at ``\\n`` only (``lineSep``), trimmed and split on runs of ASCII
+whitespace with Java regular expressions anchored by ``\\A``/``\\z`` (``$`` would also match
+before a final U+0085 or U+2028, which are id characters here). Blank lines and comments
+(runs: first non-blank character ``#``; qrels: ``#`` in column 0) are skipped. Numbers must
+match the local reader's syntax; a line that does not stops the job with an error, and for a
+local file the local line parser is then run on it to name the line (only on that error
+path; nothing is collected otherwise). A byte order mark is dropped from the first line of a
+file. gzip files must be named ``*.gz`` (Spark decompresses by name).
+"""
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ..reading.formats import LAYOUTS, RUN_FORMATS
+from ..reading.validate import InputError
+from .inputs import MARK
+
+WS = r"[ \t\n\x0B\f\r]"
+INTEGER = r"\A[+-]?[0-9]+\z"
+DECIMAL = r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
+VALUE = {"qrels": "relevance", "run": "score"}
+
+
+def is_parquet(path: str) -> bool:
+    """A path read as Parquet: a name ending in .parquet, or a directory (Spark's output)."""
+    return str(path).rstrip("/").endswith(".parquet") or (_is_local(path) and os.path.isdir(path))
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in str(path) or str(path).startswith("file://")
+
+
+def _local_path(path: str) -> str:
+    return str(path)[len("file://"):] if str(path).startswith("file://") else str(path)
+
+
+def _check_local(path: str) -> bytes:
+    """The first bytes of a local file, after the checks the local reader makes first."""
+    local = _local_path(path)
+    if not os.path.exists(local):
+        raise InputError(path, None, "file not found")
+    if os.path.isdir(local):
+        raise InputError(path, None, "is a directory, expected a qrels or run file")
+    with open(local, "rb") as f:
+        head = f.read(3)
+    gz = head[:2] == b"\x1f\x8b"
+    if str(path).endswith(".gz") and head and not gz:
+        raise InputError(path, None, "the name ends in .gz but the content is not gzip; rename the file or compress it")
+    if gz and not str(path).endswith(".gz"):
+        raise InputError(path, None, "gzip content in a file whose name does not end in .gz: Spark decompresses by "
+                         "the name; rename it to end in .gz")
+    return head
+
+
+def read(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
+    """A qrels or run file as a DataFrame (query_id, doc_id, relevance | score). Parquet files
+    must have those columns; text files are parsed as described in the module docstring."""
+    if kind not in VALUE:
+        raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
+    if run_format not in RUN_FORMATS:
+        raise ValueError(f"run_format must be one of {RUN_FORMATS}, got {run_format!r}")
+    if is_parquet(path):
+        df = spark.read.parquet(str(path))
+        missing = [c for c in ("query_id", "doc_id", VALUE[kind]) if c not in df.columns]
+        if missing:
+            raise InputError(str(path), None, f"Parquet {kind} needs the columns query_id, doc_id, {VALUE[kind]}; "
+                             f"missing {missing} (columns: {df.columns})")
+        return df.select("query_id", "doc_id", VALUE[kind])
+    return read_text(spark, path, kind, run_format)
+
+
+def _strip_bom_of_first_lines(df: DataFrame) -> DataFrame:
+    """Drop U+FEFF from the first line of each file (and only there): the first line is the row
+    with the smallest generated id among the rows of the file's first block."""
+    df = df.select("value", F.monotonically_increasing_id().alias("_rid"),
+                   F.col("_metadata.file_path").alias("_file"), F.col("_metadata.file_block_start").alias("_start"))
+    firsts = [r[0] for r in df.where(F.col("_start") == 0).groupBy("_file").agg(F.min("_rid")).collect()]
+    first = F.col("_rid").isin(firsts)
+    return df.select(F.when(first, F.regexp_replace("value", "\\A\ufeff", "")).otherwise(F.col("value")).alias("value"))
+
+
+def _fail(path: str, reason: Column) -> Column:
+    return F.raise_error(F.concat(F.lit(f"{MARK}{path}: "), reason))
+
+
+def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
+    head = _check_local(path) if _is_local(path) else b""
+    df = spark.read.option("lineSep", "\n").text(str(path))
+    if head.startswith(b"\xef\xbb\xbf") or not _is_local(path):
+        from .inputs import reraise
+        with reraise({str(path): (kind, run_format)}):
+            df = _strip_bom_of_first_lines(df)
+    value = F.col("value")
+    trimmed = F.regexp_replace(value, f"\\A{WS}+|{WS}+\\z", "")
+    df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
+    comment = value.startswith("#") if kind == "qrels" else F.col("f").getItem(0).startswith("#")
+    # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
+    data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
+                    .otherwise(~F.col("blank") & ~comment))
+    from .inputs import reraise
+    with reraise({str(path): (kind, run_format)}):
+        first = data.select(F.size("f").alias("n")).first()
+    if first is None:
+        raise InputError(str(path), None, f"no {kind} lines found: the input is empty")
+    if kind == "qrels":
+        layout = LAYOUTS["qrels"]
+    else:
+        layout = LAYOUTS[("msmarco" if first["n"] == 3 else "trec") if run_format == "auto" else run_format]
+    n = F.size("f")
+    count_ok = (n >= layout.columns) if layout.extra_allowed else (n == layout.columns)
+    raw = F.col("f").getItem(layout.value_at)
+    line = F.substring(value, 1, 120)
+    if layout.integer:
+        number = F.expr(f"try_cast(f[{layout.value_at}] AS BIGINT)")
+        number_ok = raw.rlike(INTEGER) & number.isNotNull()
+    else:
+        number = F.expr(f"try_cast(f[{layout.value_at}] AS DOUBLE)")
+        number_ok = raw.rlike(DECIMAL) & number.isNotNull() & ~F.isnan(number) \
+            & (F.abs(number) != F.lit(float("inf")))
+    value_col = -number.cast("double") if layout.rank_is_value else number
+    columns = f"expected {layout.columns} columns {layout.expected}, got "
+    checked = (F.when(~count_ok, _fail(path, F.concat(F.lit(columns), n.cast("string"), F.lit(" (line: "), line,
+                                                      F.lit(")"))))
+               .when(~number_ok, _fail(path, F.concat(F.lit(f"expected {layout.what}, got "), raw,
+                                                      F.lit(" (line: "), line, F.lit(")"))))
+               .otherwise(value_col))
+    out = data.select(F.col("f").getItem(layout.query_at).alias("query_id"),
+                      F.col("f").getItem(layout.doc_at).alias("doc_id"), checked.alias(VALUE[kind]))
+    if kind == "qrels":
+        out = out.withColumn("relevance", F.col("relevance").cast("long"))
+    return out
+
+
+def locate_error(path: str, kind: str, run_format: str) -> InputError | None:
+    """The local reader's error for a local file (its line and reason), found by the local line
+    parser streaming over the file; None when it finds none or the file is not local."""
+    if not _is_local(path):
+        return None
+    from ..reading.sources import blocks, parse_blocks
+    try:
+        for _ in parse_blocks(blocks(_local_path(path), str(path)), str(path), kind, run_format):
+            pass
+    except InputError as e:
+        return e
+    return None
