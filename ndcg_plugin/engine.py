@@ -272,12 +272,12 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def _join(index: QrelsIndex, run, counts: list | None = None) -> _Rows:
+def _join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
     qids, docs, score = columns_of(run, "score")
     score = score.astype(np.float64, copy=False)
-    group, q_uniques, sizes = group_codes(qids)
+    group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
     q_map = index.code_of(q_uniques)
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
     if counts is None:
@@ -445,12 +445,14 @@ def _mrr(ranked: RankedRun, spec: Spec) -> Values:
 
 
 def compute(index: QrelsIndex, run, specs: Iterable[Spec],
-            counts: list | None = None) -> dict[Spec, Values]:
+            counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
     setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are
-    reported in a warning, or counted into ``counts`` (see :func:`_join`)."""
+    reported in a warning, or counted into ``counts`` (see :func:`_join`). ``groups``, when
+    given, is ``columns.group_codes`` of the run's query ids, computed by the caller for its
+    own use too (the streaming evaluator), so that it is not computed twice."""
     specs = list(dict.fromkeys(specs))
-    rows = _join(index, run, counts)
+    rows = _join(index, run, counts, groups)
     if any(s.judged_only or s.ideal == "run" for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, RankedRun] = {}

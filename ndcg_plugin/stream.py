@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, reading
+from .columns import group_codes
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
@@ -57,10 +58,19 @@ def _split(p: Parsed, at: int) -> tuple[Parsed, Parsed]:
 
 
 def _last_query_start(qids: pa.ChunkedArray | pa.Array) -> int:
-    """Row where the trailing run of the last query id begins."""
-    last = qids[len(qids) - 1]
-    other = np.flatnonzero(~pc.equal(qids, last).to_numpy(zero_copy_only=False))
-    return int(other[-1]) + 1 if len(other) else 0
+    """Row where the trailing run of the last query id begins (looked for from the end, in
+    growing slices: a query is usually a small part of a block)."""
+    n = len(qids)
+    last = qids[n - 1]
+    width = 4096
+    end = n
+    while end > 0:
+        lo = max(0, end - width)
+        other = np.flatnonzero(~pc.equal(qids.slice(lo, end - lo), last).to_numpy(zero_copy_only=False))
+        if len(other):
+            return lo + int(other[-1]) + 1
+        end, width = lo, width * 4
+    return 0
 
 
 def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
@@ -120,20 +130,22 @@ def _stream(index, run, source, specs, run_format, duplicates, block_bytes, prog
     pieces = parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format)
     for part in complete_queries(pieces):
         any_rows = True
-        uniques = pc.unique(part.query_id)
-        names = uniques.to_pylist()
+        groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
+        names = groups[1].to_pylist()
         if not seen.isdisjoint(names):
             raise _Regrouped()
         seen.update(names)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
         try:
-            table = resolve_duplicates(part, "run", duplicates, source)
+            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0])
         except reading.InputError as e:
             pending_error = e
             continue
-        values = engine.compute(index, table, specs, counts=counts)
-        present = index.code_of(uniques)
+        if len(table) != len(part):
+            groups = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
+        values = engine.compute(index, table, specs, counts=counts, groups=groups)
+        present = index.code_of(names)
         _merge(out, values, present[present >= 0])
     if not any_rows:
         raise reading.InputError(source, None, "no run lines found: the input is empty")

@@ -36,11 +36,12 @@ def duplicate_mask(table) -> np.ndarray | None:
     return _mask(qids, docs)
 
 
-def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray) -> np.ndarray | None:
+def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None) -> np.ndarray | None:
     n = len(qids)
     if n < 2:
         return None
-    q_codes = group_codes(qids)[0]
+    if q_codes is None:
+        q_codes = group_codes(qids)[0]
 
     def pair_keys() -> np.ndarray:
         keys = fingerprints(docs)
@@ -64,13 +65,14 @@ def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray) -> np.ndarray | None:
     return mask
 
 
-def kept_rows(table, kind: Kind, policy: str, source: str) -> np.ndarray | None:
+def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the rows to keep under the duplicate policy (None: all of them), or an
-    InputError naming both lines of the first repeated pair (policy "error")."""
+    InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
+    ``columns.group_codes`` of the query ids, when the caller has them."""
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
     qids, docs, values, lines = _columns(table)
-    dup = _mask(qids, docs)
+    dup = _mask(qids, docs, q_codes)
     if dup is None:
         return None
     rows = np.flatnonzero(dup)
@@ -95,10 +97,10 @@ def kept_rows(table, kind: Kind, policy: str, source: str) -> np.ndarray | None:
     return np.flatnonzero(drop)
 
 
-def resolve_duplicates(table, kind: Kind, policy: str, source: str):
+def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None):
     """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs of a
     DataFrame (with a ``line`` column) or of the reader's columns."""
-    keep = kept_rows(table, kind, policy, source)
+    keep = kept_rows(table, kind, policy, source, q_codes)
     if keep is None:
         return table
     if hasattr(table, "layout"):
