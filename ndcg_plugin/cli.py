@@ -258,7 +258,7 @@ def cmd_measures(args) -> int:
     for m in ALL:
         print(f"{m.NAME}: {m.SHORT_DESC}")
         for key, info in m.SUPPORTED_PARAMS.items():
-            default = "" if info.default is ir_measures.measures.base._NOT_PROVIDED else f" (default {info.default!r})"
+            default = "" if info.default is ir_measures.providers.base.NOT_PROVIDED else f" (default {info.default!r})"
             required = " (required)" if key == "cutoff" and m.CUTOFF_REQUIRED else ""
             print(f"    {key}{default}{required}: {info.desc}")
     return 0

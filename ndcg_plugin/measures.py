@@ -20,7 +20,8 @@ import numbers
 from collections.abc import Iterable
 
 import ir_measures
-from ir_measures.measures.base import _NOT_PROVIDED, Agg, Measure, ParamInfo
+from ir_measures.measures.base import Agg, Measure, ParamInfo
+from ir_measures.providers.base import NOT_PROVIDED as _NOT_PROVIDED
 
 from .aggregate import ItemValue, MicroAgg, NanSkipMeanAgg
 
@@ -37,10 +38,21 @@ class PluginMeasure(Measure):
     TREC_EVAL: str = ""  # the trec_eval counterpart, for docs and crosscheck
     CUTOFF_REQUIRED = False
 
-    def _param_repr(self, v):
-        if isinstance(v, dict):  # ir-measures drops entries whose key equals the value
-            return "{" + ",".join(f"{k!r}:{v[k]!r}" for k in sorted(v)) + "}"
-        return repr(v)
+    def __repr__(self) -> str:
+        """As ir-measures prints a measure (``Name(param=value)@cutoff``, defaults left out), but
+        a dict parameter prints every entry: ir-measures drops entries whose key equals the
+        value, so ``gains={2:2}`` would print (and compare) as ``gains={}``."""
+        def shown(v):
+            return "{" + ",".join(f"{k!r}:{v[k]!r}" for k in sorted(v)) + "}" if isinstance(v, dict) else repr(v)
+
+        def default(k):
+            info = self.SUPPORTED_PARAMS.get(k)
+            return None if info is None else info.default
+
+        params = ",".join(f"{k}={shown(v)}" for k, v in self.params.items()
+                          if k != self.AT_PARAM and (k not in self.SUPPORTED_PARAMS or v != default(k)))
+        name = f"{self.__name__}({params})" if params else self.__name__
+        return f"{name}@{self.params[self.AT_PARAM]}" if self.AT_PARAM in self.params else name
 
     def validate_params(self) -> None:
         if self.validated:
