@@ -129,8 +129,9 @@ def _query_ids(data: AnyValue) -> tuple[AnyValue, _QueryIds]:
         if "query_id" not in data.columns:
             return data, _QueryIds()  # io.read names the missing column
         column = data["query_id"]
-        if column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string":
-            return data, _QueryIds()
+        if isinstance(column.dtype, pd.StringDtype) or (
+                column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string"):
+            return data, _QueryIds()  # strings (missing values are io.read's error)
         return data, _QueryIds(_originals(pd.unique(column.to_numpy()).tolist()))
     if isinstance(data, dict):
         keys = list(data)
