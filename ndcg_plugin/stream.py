@@ -115,7 +115,8 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
     try:
         return _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress)
     except _Regrouped:
-        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source)
+        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source,
+                             progress=progress)
         return engine.compute(index, table, specs)
 
 
