@@ -54,7 +54,13 @@ def session(master: str = "local[*]", conf: dict | None = None):
         return active
     builder = (SparkSession.builder.master(master).appName("ndcg-plugin")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
-    for key, value in (conf or {}).items():
+    conf = dict(conf or {})
+    if master.startswith("local") and "spark.sql.shuffle.partitions" not in conf:
+        # Spark's default of 200 shuffle partitions costs seconds per stage on one machine
+        threads = master[len("local"):].strip("[]").split(",")[0]
+        cores = os.cpu_count() or 2 if threads in ("", "*") else int(threads) if threads.isdigit() else 2
+        conf["spark.sql.shuffle.partitions"] = str(2 * cores)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -78,6 +84,10 @@ def _specs(measures: list) -> list:
         except ValueError:
             raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
                              f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success; not {m}") from None
+        if specs[-1][1].ties == "average":
+            raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
+                             f"not compute ties='average'; use the local engine (ndcg-plugin eval without --engine "
+                             f"spark, or ir_measures.calc_aggregate) for it")
     return specs
 
 

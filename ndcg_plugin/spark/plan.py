@@ -14,7 +14,7 @@
 5. one grouped aggregation per query computes every measure (sums and minima of conditional
    expressions), then one global aggregation gives the means. Only that row reaches the driver.
 
-``ties="average"`` adds windows over tie groups (query, score); see :mod:`.tied`.
+``ties="average"`` is refused (:func:`ndcg_plugin.spark._specs`): the local engine computes it.
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..engine import Spec
-from . import tied
 
 WHITESPACE = r"[ \t\n\x0B\f\r]"
 
@@ -107,8 +106,6 @@ def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[Da
         w = Window.partitionBy("q").orderBy(pool.desc(), g.desc())
         rows = rows.withColumn(name, F.row_number().over(w))
         ideal_cols[key] = name
-    if any(s.ties == "average" for s in specs):
-        rows = tied.add_group_columns(rows, specs)
     return rows, ideal_cols
 
 
@@ -133,13 +130,6 @@ def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) 
         inside = eligible & _within(rank, spec.cutoff)
         relevant = judged & (label >= F.lit(spec.rel))
         v = f"v{i}"
-        if spec.ties == "average":
-            cols, value_expr, extra = tied.measure(spec, i, rank, eligible, relevant, gain(spec, label),
-                                                   ideal_cols)
-            aggs += cols
-            post.append(value_expr.alias(v))
-            outputs.append(Output(name, v, *extra, ignore=spec.family == "mrr" and spec.variant == "ignore"))
-            continue
         if spec.family == "ndcg":
             g = F.when(judged, gain(spec, label)).otherwise(F.lit(0.0))
             irank = F.col(ideal_cols[(spec.ideal, _gain_key(spec))])
