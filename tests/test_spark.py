@@ -267,7 +267,7 @@ def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
     from ndcg_plugin.spark import files
     rng = np.random.default_rng(7)
     good = bad = 0
-    for i in range(48):
+    for i in range(40):
         layout = ["qrels", "trec", "msmarco"][i % 3]
         kind = "qrels" if layout == "qrels" else "run"
         data, _ = _text_file(rng, layout, bad=i % 4 == 3)  # a 'bad' line may still be a comment
@@ -290,7 +290,7 @@ def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
         theirs = sorted(zip(local["query_id"], local["doc_id"], local[value].tolist(), strict=True))
         assert mine == theirs, path
         good += 1
-    assert good >= 30 and bad >= 8
+    assert good >= 25 and bad >= 6
 
 
 def test_empty_and_misnamed_files(spark, tmp_path):

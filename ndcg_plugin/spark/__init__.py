@@ -58,7 +58,7 @@ def session(master: str = "local[*]", conf: dict | None = None):
     if master.startswith("local") and "spark.sql.shuffle.partitions" not in conf:
         # Spark's default of 200 shuffle partitions costs seconds per stage on one machine
         threads = master[len("local"):].strip("[]").split(",")[0]
-        cores = os.cpu_count() or 2 if threads in ("", "*") else int(threads) if threads.isdigit() else 2
+        cores = (os.cpu_count() or 2) if threads in ("", "*") else (int(threads) if threads.isdigit() else 2)
         conf["spark.sql.shuffle.partitions"] = str(2 * cores)
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -181,8 +181,9 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
     specs = _specs(measures)
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
-    rows, ideal = plan.ranked_rows(r, q, [s for _, s in specs])
-    every, outputs = plan.per_query(rows, specs, ideal)
+    r, q = plan.align(r, q)
+    rows, ideal_cols = plan.ranked_rows(r, q, [s for _, s in specs])
+    every, outputs = plan.per_query(rows, specs, ideal_cols, plan.qrels_ideal(q, specs))
     extra = [c for o in outputs for c in (o.hits, o.den) if c is not None]
     wide = every.where("has_qrels").select(every["q"].cast("string").alias("query_id"),
                                            *[o.value for o in outputs], *extra)
