@@ -193,3 +193,186 @@ def test_missing_pyspark_or_java_is_one_clear_line(monkeypatch):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(SparkUnavailable, match="needs Java 17"):
         ndcg_spark.require_spark()
+
+
+# --- files read by Spark: exactly the local reader's table ------------------------------------------
+
+SEPARATORS = [" ", "\t", "  ", " \t", "\v", "\f", "\r", "\t\t "]
+FILE_IDS = ["q1", "Q1", "a#b", "x\u00a0y", "é", "\u3000z", "n\u0085", "l\u2028m", "7", "007", "#", "d;1", "\ufeffb"]
+LABELS = ["0", "1", "-2", "+3", "007", "5", "-0"]
+SCORES = ["1", "-2.5", ".5", "3.", "1e-3", "+4E2", "0", "-0", "12345678901234567890", "-1.5e+2", "0.1"]
+BAD_VALUES = {"qrels": ["1.5", "1_0", "0x1", "99999999999999999999", "one", "1e3"],
+              "trec": ["1_0", "0x10", "nan", "inf", "-Infinity", "1e999", "1.0d", "1,5", "--1"],
+              "msmarco": ["1.0", "2_0", "+-1", "1e2"]}
+
+
+def _text_file(rng: np.random.Generator, layout: str, bad: bool) -> tuple[bytes, bool]:
+    """A qrels / TREC run / MS MARCO run file with mixed separators, comments, blank lines,
+    CRLF, a BOM, odd ids and numbers; with ``bad``, one line the reader must refuse."""
+    lines = []
+    pairs = set()
+    n = int(rng.integers(1, 25))
+    bad_at = int(rng.integers(0, n)) if bad else -1
+    for i in range(n):
+        while True:
+            q, d = str(rng.choice(FILE_IDS[:-1])), str(rng.choice(FILE_IDS[:-1]))
+            if (q, d) not in pairs or len(pairs) > 100:
+                break
+        pairs.add((q, d))
+        if layout == "qrels":
+            fields = [q, str(rng.choice(["0", "Q0", "x"])), d, str(rng.choice(LABELS))]
+        elif layout == "trec":
+            fields = [q, "Q0", d, str(i + 1), str(rng.choice(SCORES)), "tag"] + ["extra"] * int(rng.integers(0, 2))
+        else:
+            fields = [q, d, str(rng.choice(["1", "2", "+3", "10", "-1", "0"]))]
+        if i == bad_at:
+            if rng.random() < 0.3:
+                fields = fields[:-2] if layout != "trec" else fields[:4]  # too few columns
+            else:
+                at = {"qrels": 3, "trec": 4, "msmarco": 2}[layout]
+                fields[at] = str(rng.choice(BAD_VALUES[layout]))
+        seps = [str(rng.choice(SEPARATORS)) for _ in fields]
+        line = "".join(f + s for f, s in zip(fields, seps, strict=True))[: -len(seps[-1])]
+        if rng.random() < 0.3:
+            line = str(rng.choice([" ", "\t", "\f"])) + line
+        if rng.random() < 0.3:
+            line += str(rng.choice([" ", "\t", "\r"]))
+        lines.append(line)
+        if rng.random() < 0.2:
+            lines.append(str(rng.choice(["", "   ", "\t", "\r"])))
+        if rng.random() < 0.15:
+            lines.append("# a comment 1 2 3" if layout == "qrels" or rng.random() < 0.5 else "  \t# indented comment")
+        if layout == "qrels" and rng.random() < 0.1:
+            lines.append(f" #q{i} 0 doc#1 2")  # not a comment in qrels (the '#' is not in column 0): a data line
+    end = "\r\n" if rng.random() < 0.3 else "\n"
+    text = end.join(lines) + (end if rng.random() < 0.7 else "")
+    data = text.encode("utf-8")
+    if rng.random() < 0.2:
+        data = b"\xef\xbb\xbf" + data
+    return data, bad
+
+
+def _write(tmp_path, i: int, data: bytes, rng) -> str:
+    import gzip
+    if rng.random() < 0.2:
+        path = tmp_path / f"f{i}.gz"
+        path.write_bytes(gzip.compress(data))
+    else:
+        path = tmp_path / f"f{i}.txt"
+        path.write_bytes(data)
+    return str(path)
+
+
+def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
+    from ndcg_plugin.spark import files
+    rng = np.random.default_rng(7)
+    good = bad = 0
+    for i in range(40):
+        layout = ["qrels", "trec", "msmarco"][i % 3]
+        kind = "qrels" if layout == "qrels" else "run"
+        data, _ = _text_file(rng, layout, bad=i % 4 == 3)  # a 'bad' line may still be a comment
+        path = _write(tmp_path, i, data, rng)
+        try:
+            local = ndcg_plugin.read(path, kind)
+        except ndcg_plugin.InputError as e:
+            local = e
+        if isinstance(local, Exception):
+            with pytest.raises(ndcg_plugin.InputError) as got:
+                df = files.read(spark, path, kind)
+                with ndcg_spark.inputs.reraise({path: (kind, "auto")}):
+                    df.collect()
+            assert str(got.value) == str(local)
+            bad += 1
+            continue
+        value = "relevance" if kind == "qrels" else "score"
+        rows = files.read(spark, path, kind).collect()
+        mine = sorted((r["query_id"], r["doc_id"], r[value]) for r in rows)
+        theirs = sorted(zip(local["query_id"], local["doc_id"], local[value].tolist(), strict=True))
+        assert mine == theirs, path
+        good += 1
+    assert good >= 25 and bad >= 6
+
+
+def test_empty_and_misnamed_files(spark, tmp_path):
+    from ndcg_plugin.spark import files
+    empty = tmp_path / "empty.run"
+    empty.write_text("# only a comment\n\n")
+    with pytest.raises(ndcg_plugin.InputError, match="no run lines found"):
+        files.read(spark, str(empty), "run")
+    fake = tmp_path / "run.gz"
+    fake.write_text("q Q0 d 1 1.0 t\n")
+    with pytest.raises(ndcg_plugin.InputError, match="not gzip"):
+        files.read(spark, str(fake), "run")
+    with pytest.raises(ndcg_plugin.InputError, match="file not found"):
+        files.read(spark, str(tmp_path / "nothing"), "run")
+
+
+# --- the CLI --------------------------------------------------------------------------------------
+
+def _cli(capsys, *args) -> tuple[int, str, str]:
+    from ndcg_plugin import cli
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+CLI_MEASURES = ["NDCG_exp@10", "HitRate_item@3", "MRR_ignore@2", "NDCG_lin(judged_only=True)@5", "HitRate(rel=2)@5"]
+
+
+@pytest.mark.parametrize("options", [[], ["-q"], ["-q", "-n"], ["-o", "jsonl"], ["-q", "-o", "jsonl", "-p", "-1"]])
+def test_cli_output_equals_the_local_engine(spark, capsys, tmp_path, options):
+    rng = np.random.default_rng(3)
+    qrels, run = _case(rng)
+    qrels_path, run_path = tmp_path / "q.qrels", tmp_path / "r.run"
+    qrels_path.write_text("".join(f"{q} 0 {d.replace(' ', '_')} {r}\n" for q, d, r in qrels.itertuples(index=False)))
+    run_path.write_text("".join(f"{q}\tQ0\t{d.replace(' ', '_')}\t{i}\t{s!r}\tt\n"
+                                for i, (q, d, s) in enumerate(run.itertuples(index=False))))
+    code, local, _ = _cli(capsys, "eval", *options, str(qrels_path), str(run_path), *CLI_MEASURES)
+    assert code == 0
+    code, mine, err = _cli(capsys, "eval", "--engine", "spark", *options, str(qrels_path), str(run_path), *CLI_MEASURES)
+    assert code == 0, err
+    # the local engine prints a query's measures in an order that varies between runs (ir-measures'
+    # sets); the Spark engine in the order given. The lines are the same.
+    assert sorted(mine.splitlines()) == sorted(local.splitlines())
+    if "-q" not in options:
+        assert mine == local
+
+
+def test_cli_parquet_and_msmarco(spark, capsys, tmp_path):
+    qrels = pd.DataFrame({"query_id": ["1", "1", "2"], "doc_id": ["a", "b", "c"], "relevance": [1, 2, 1]})
+    run_text = "1\tb\t1\n1\ta\t2\n2\tz\t1\n"
+    (tmp_path / "run.tsv").write_text(run_text)
+    spark.createDataFrame(qrels).write.parquet(str(tmp_path / "qrels.parquet"))
+    (tmp_path / "q.qrels").write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels.itertuples(index=False)))
+    code, mine, err = _cli(capsys, "eval", "--engine", "spark", str(tmp_path / "qrels.parquet"),
+                           str(tmp_path / "run.tsv"), "MRR_zero@10", "NDCG_lin@2")
+    assert code == 0, err
+    code, local, _ = _cli(capsys, "eval", str(tmp_path / "q.qrels"), str(tmp_path / "run.tsv"), "MRR_zero@10",
+                          "NDCG_lin@2")
+    assert mine == local == "MRR_zero@10\t0.5000\nNDCG_lin@2\t0.5000\n"  # q1: b first (rank 1); q2: nothing
+
+
+def test_cli_bad_line_names_file_and_line(spark, capsys, tmp_path):
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.run").write_text("q1 Q0 d1 1 2.0 t\n# comment\nq1 Q0 d2 2 1_0 t\n")
+    code, out, err = _cli(capsys, "eval", "--engine", "spark", str(tmp_path / "q.qrels"), str(tmp_path / "r.run"),
+                          "NDCG_lin@10")
+    assert code == 2 and out == ""
+    where = f"ndcg-plugin: error: {tmp_path / 'r.run'}:3: expected a numeric score"
+    assert err.strip().splitlines()[-1].startswith(where)
+
+
+def test_cli_spark_refusals(capsys, tmp_path):
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
+    code, _, err = _cli(capsys, "eval", "--engine", "spark", str(tmp_path / "q.qrels"), "-", "NDCG_lin@10")
+    assert code == 2 and "not standard input" in err
+    code, _, err = _cli(capsys, "eval", "--engine", "spark", "--duplicates", "max", str(tmp_path / "q.qrels"),
+                        str(tmp_path / "q.qrels"), "NDCG_lin@10")
+    assert code == 2 and "--duplicates" in err
+
+
+def test_ties_average_is_refused_with_a_clear_message(spark):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    with pytest.raises(ValueError, match=r"does not compute ties='average'; use the local engine"):
+        ndcg_spark.evaluate(qrels, run, ["NDCG_lin(ties='average')@3"])

@@ -54,7 +54,13 @@ def session(master: str = "local[*]", conf: dict | None = None):
         return active
     builder = (SparkSession.builder.master(master).appName("ndcg-plugin")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
-    for key, value in (conf or {}).items():
+    conf = dict(conf or {})
+    if master.startswith("local") and "spark.sql.shuffle.partitions" not in conf:
+        # Spark's default of 200 shuffle partitions costs seconds per stage on one machine
+        threads = master[len("local"):].strip("[]").split(",")[0]
+        cores = (os.cpu_count() or 2) if threads in ("", "*") else (int(threads) if threads.isdigit() else 2)
+        conf["spark.sql.shuffle.partitions"] = str(2 * cores)
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -78,6 +84,10 @@ def _specs(measures: list) -> list:
         except ValueError:
             raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
                              f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success; not {m}") from None
+        if specs[-1][1].ties == "average":
+            raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
+                             f"not compute ties='average'; use the local engine (ndcg-plugin eval without --engine "
+                             f"spark, or ir_measures.calc_aggregate) for it")
     return specs
 
 
@@ -171,8 +181,9 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
     specs = _specs(measures)
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
-    rows, ideal = plan.ranked_rows(r, q, [s for _, s in specs])
-    every, outputs = plan.per_query(rows, specs, ideal)
+    r, q = plan.align(r, q)
+    rows, ideal_cols = plan.ranked_rows(r, q, [s for _, s in specs])
+    every, outputs = plan.per_query(rows, specs, ideal_cols, plan.qrels_ideal(q, specs))
     extra = [c for o in outputs for c in (o.hits, o.den) if c is not None]
     wide = every.where("has_qrels").select(every["q"].cast("string").alias("query_id"),
                                            *[o.value for o in outputs], *extra)

@@ -80,7 +80,7 @@ def _strip_bom_of_first_lines(df: DataFrame) -> DataFrame:
     with the smallest generated id among the rows of the file's first block."""
     df = df.select("value", F.monotonically_increasing_id().alias("_rid"),
                    F.col("_metadata.file_path").alias("_file"), F.col("_metadata.file_block_start").alias("_start"))
-    firsts = [r[0] for r in df.where(F.col("_start") == 0).groupBy("_file").agg(F.min("_rid")).collect()]
+    firsts = [r[1] for r in df.where(F.col("_start") == 0).groupBy("_file").agg(F.min("_rid")).collect()]
     first = F.col("_rid").isin(firsts)
     return df.select(F.when(first, F.regexp_replace("value", "\\A\ufeff", "")).otherwise(F.col("value")).alias("value"))
 
@@ -99,7 +99,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     value = F.col("value")
     trimmed = F.regexp_replace(value, f"\\A{WS}+|{WS}+\\z", "")
     df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
-    comment = value.startswith("#") if kind == "qrels" else F.col("f").getItem(0).startswith("#")
+    comment = value.startswith("#") if kind == "qrels" else F.get("f", 0).startswith("#")
     # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
     data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
                     .otherwise(~F.col("blank") & ~comment))
@@ -114,7 +114,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
         layout = LAYOUTS[("msmarco" if first["n"] == 3 else "trec") if run_format == "auto" else run_format]
     n = F.size("f")
     count_ok = (n >= layout.columns) if layout.extra_allowed else (n == layout.columns)
-    raw = F.col("f").getItem(layout.value_at)
+    raw = F.get("f", layout.value_at)
     line = F.substring(value, 1, 120)
     if layout.integer:
         number = F.expr(f"try_cast(f[{layout.value_at}] AS BIGINT)")
@@ -130,8 +130,8 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
                .when(~number_ok, _fail(path, F.concat(F.lit(f"expected {layout.what}, got "), raw,
                                                       F.lit(" (line: "), line, F.lit(")"))))
                .otherwise(value_col))
-    out = data.select(F.col("f").getItem(layout.query_at).alias("query_id"),
-                      F.col("f").getItem(layout.doc_at).alias("doc_id"), checked.alias(VALUE[kind]))
+    out = data.select(F.get("f", layout.query_at).alias("query_id"),
+                      F.get("f", layout.doc_at).alias("doc_id"), checked.alias(VALUE[kind]))
     if kind == "qrels":
         out = out.withColumn("relevance", F.col("relevance").cast("long"))
     return out

@@ -9,12 +9,13 @@
 3. a window over the query, ordered by score descending then doc id descending (trec_eval's
    order; Spark compares strings by their UTF-8 bytes), numbers the run rows (the rank), and
    counts judged rows above each row (the rank under ``judged_only``, trec_eval -J);
-4. one window per gain function and ideal source (qrels or run) numbers the judged rows by gain
-   descending: the ideal ranking;
+4. the ideal rankings: for ``ideal='qrels'`` a window over the qrels alone (shuffled on their
+   own by query id: a small shuffle), label (or gain) descending, then the IDCG per query, joined
+   to the per-query table; for ``ideal='run'`` a window over the run's judged rows;
 5. one grouped aggregation per query computes every measure (sums and minima of conditional
    expressions), then one global aggregation gives the means. Only that row reaches the driver.
 
-``ties="average"`` adds windows over tie groups (query, score); see :mod:`.tied`.
+``ties="average"`` is refused (:func:`ndcg_plugin.spark._specs`): the local engine computes it.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..engine import Spec
-from . import tied
 
 WHITESPACE = r"[ \t\n\x0B\f\r]"
 
@@ -63,15 +63,28 @@ class Output:
 
 
 def _gain_key(spec: Spec) -> tuple:
-    return (spec.variant, spec.gains)
+    """Specs with the same key share an ideal ranking: without ``gains`` overrides, ordering by
+    label descending orders linear and exponential gains descending alike."""
+    return ("label",) if not spec.gains else (spec.variant, spec.gains)
+
+
+def _gain_order(spec: Spec, label: Column) -> Column:
+    return label.desc() if not spec.gains else gain(spec, label).desc()
+
+
+def align(run: DataFrame, qrels: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Integer ids stay integers through the shuffle (fewer bytes), unless the other input has
+    strings there: then both sides are compared as strings."""
+    for c in ("q", "d"):
+        if run.schema[c].dataType != qrels.schema[c].dataType:
+            run, qrels = run.withColumn(c, F.col(c).cast("string")), qrels.withColumn(c, F.col(c).cast("string"))
+    return run, qrels
 
 
 def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[DataFrame, dict]:
-    """Steps 1-4: the tagged rows with label, rank, judged rank and ideal ranks as columns.
-    ``run`` has (q, d, s), ``qrels`` (q, d, lab). Returns (rows, {ideal key: column name})."""
-    for c in ("q", "d"):  # integer ids stay integers through the shuffle unless the other side has strings
-        if run.schema[c].dataType != qrels.schema[c].dataType:
-            run, qrels = run.withColumn(c, F.col(c).cast("string")), qrels.withColumn(c, F.col(c).cast("string"))
+    """Steps 1-3, and step 4 for ``ideal='run'``: the tagged rows with label, rank, judged rank
+    and ideal ranks as columns. ``run`` has (q, d, s), ``qrels`` (q, d, lab), as from
+    :func:`align`. Returns (rows, {ideal key: column name})."""
     r = run.select("q", "d", F.when(F.col("s") == 0, F.lit(0.0)).otherwise(F.col("s")).alias("s"),
                    F.lit(None).cast("long").alias("lab"), F.lit(True).alias("is_run"))
     j = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
@@ -95,24 +108,41 @@ def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec]) -> tuple[Da
         rows = rows.withColumn("jrank", F.sum(F.col("kept").cast("int")).over(running))
     ideal_cols: dict = {}
     for spec in specs:
-        if spec.family != "ndcg":
-            continue
-        key = (spec.ideal, _gain_key(spec))
-        if key in ideal_cols:
+        key = _gain_key(spec)
+        if spec.family != "ndcg" or spec.ideal != "run" or key in ideal_cols:
             continue
         name = f"irank{len(ideal_cols)}"
-        g = gain(spec, F.col("label"))
-        # the ideal ranking: the pool's rows first (qrels rows, or the run's judged rows), by gain descending
-        pool = (~F.col("is_run")) if spec.ideal == "qrels" else (F.col("is_run") & judged)
-        w = Window.partitionBy("q").orderBy(pool.desc(), g.desc())
+        # the ideal ranking from the run: its judged rows first, by gain descending
+        w = Window.partitionBy("q").orderBy((F.col("is_run") & judged).desc(), _gain_order(spec, F.col("label")))
         rows = rows.withColumn(name, F.row_number().over(w))
         ideal_cols[key] = name
-    if any(s.ties == "average" for s in specs):
-        rows = tied.add_group_columns(rows, specs)
     return rows, ideal_cols
 
 
-def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) -> tuple[DataFrame, list[Output]]:
+def qrels_ideal(qrels: DataFrame, specs: list[tuple[str, Spec]]) -> DataFrame | None:
+    """Step 4 for ``ideal='qrels'``, on the qrels alone (a small shuffle of the qrels by query
+    id, one sort per ideal ranking): (q, idcg<i>) for each such spec i; None if there is none."""
+    wanted = [(i, spec) for i, (_, spec) in enumerate(specs) if spec.family == "ndcg" and spec.ideal == "qrels"]
+    if not wanted:
+        return None
+    rows = qrels.select("q", F.col("lab").cast("long").alias("label")).repartition("q")
+    ranks: dict = {}
+    for _, spec in wanted:
+        key = _gain_key(spec)
+        if key not in ranks:
+            ranks[key] = f"irank{len(ranks)}"
+            rows = rows.withColumn(ranks[key], F.row_number().over(
+                Window.partitionBy("q").orderBy(_gain_order(spec, F.col("label")))))
+    sums = []
+    for i, spec in wanted:
+        g, irank = gain(spec, F.col("label")), F.col(ranks[_gain_key(spec)])
+        sums.append(F.coalesce(F.sum(F.when((g > 0) & _within(irank, spec.cutoff), g * _disc(irank))),
+                               F.lit(0.0)).alias(f"idcg{i}"))
+    return rows.groupBy("q").agg(*sums)
+
+
+def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict,
+              ideal: DataFrame | None) -> tuple[DataFrame, list[Output]]:
     """Step 5: one row per query id (run-only queries too, flagged by ``has_qrels``), with each
     measure's per-query value, and the validation counts."""
     is_run, judged, label = F.col("is_run"), F.col("judged"), F.col("label")
@@ -133,22 +163,17 @@ def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) 
         inside = eligible & _within(rank, spec.cutoff)
         relevant = judged & (label >= F.lit(spec.rel))
         v = f"v{i}"
-        if spec.ties == "average":
-            cols, value_expr, extra = tied.measure(spec, i, rank, eligible, relevant, gain(spec, label),
-                                                   ideal_cols)
-            aggs += cols
-            post.append(value_expr.alias(v))
-            outputs.append(Output(name, v, *extra, ignore=spec.family == "mrr" and spec.variant == "ignore"))
-            continue
         if spec.family == "ndcg":
             g = F.when(judged, gain(spec, label)).otherwise(F.lit(0.0))
-            irank = F.col(ideal_cols[(spec.ideal, _gain_key(spec))])
-            pool = (~is_run) if spec.ideal == "qrels" else (is_run & judged)
-            ig = gain(spec, label)
             aggs.append(F.coalesce(F.sum(F.when(inside, g * _disc(rank))), F.lit(0.0)).alias(f"dcg{i}"))
-            aggs.append(F.coalesce(F.sum(F.when(pool & (ig > 0) & _within(irank, spec.cutoff), ig * _disc(irank))),
-                                   F.lit(0.0)).alias(f"idcg{i}"))
-            post.append(_ratio(F.col(f"dcg{i}"), F.col(f"idcg{i}")).alias(v))
+            if spec.ideal == "run":
+                irank = F.col(ideal_cols[_gain_key(spec)])
+                pool = is_run & judged & (g > 0) & _within(irank, spec.cutoff)
+                aggs.append(F.coalesce(F.sum(F.when(pool, g * _disc(irank))), F.lit(0.0)).alias(f"idcg{i}"))
+                idcg = F.col(f"idcg{i}")
+            else:
+                idcg = F.coalesce(F.col(f"idcg{i}"), F.lit(0.0))  # from qrels_ideal, joined below
+            post.append(_ratio(F.col(f"dcg{i}"), idcg).alias(v))
             outputs.append(Output(name, v))
         elif spec.family == "hitrate":
             aggs.append(F.count(F.when(inside & relevant, True)).cast("double").alias(f"h{i}"))
@@ -168,6 +193,8 @@ def per_query(rows: DataFrame, specs: list[tuple[str, Spec]], ideal_cols: dict) 
             post.append(F.when(first.isNotNull(), F.lit(1.0) / first).otherwise(miss).alias(v))
             outputs.append(Output(name, v, ignore=spec.variant == "ignore"))
     grouped = rows.groupBy("q").agg(*aggs)
+    if ideal is not None:
+        grouped = grouped.join(ideal, "q", "left")
     keep = ["q", "has_qrels", "returned", "max_run_pair", "max_qrels_pair", "dup_run", "dup_qrels"]
     keep += [c for o in outputs for c in (o.hits,) if c is not None]
     return grouped.select(*keep, *post), outputs
