@@ -109,6 +109,8 @@ def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
     measures = _parse_measures(args.measures)
+    if args.engine == "spark":
+        return _eval_spark(args, measures)
     qrels, dataset = _read_qrels(args)
     if not measures:
         if dataset is None:
@@ -154,6 +156,39 @@ def cmd_eval(args) -> int:
             results = routed.calc_aggregate() if routed is not None else calc.calc_aggregate(measures, qrels, run)
             for m in measures:
                 _emit(args, None, m, results[m])
+    except ValueError as e:
+        if isinstance(e, InputError):
+            raise
+        raise UsageError(str(e)) from None
+    return 0
+
+
+def _eval_spark(args, measures: list) -> int:
+    """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark),
+    printed exactly as the local engine's."""
+    from . import spark as ndcg_spark
+    if not measures:
+        raise UsageError("give at least one measure (with --engine spark, e.g. NDCG_exp@10 HitRate_item@10)")
+    if args.provider or args.duplicates != "error":
+        raise UsageError("--engine spark computes every measure itself and refuses repeated (query, doc) pairs; "
+                         "drop --provider and --duplicates")
+    if "-" in (args.qrels, args.run):
+        raise UsageError("--engine spark reads files (text or Parquet), not standard input")
+    try:
+        spark = ndcg_spark.session(args.spark_master)
+        ev = ndcg_spark.prepare_files(spark, args.qrels, args.run, measures, args.run_format).persist()
+        ev.check()
+        if args.by_query:
+            for qid, values in ev.rows():
+                for m, v in zip(ev.measures, values, strict=True):
+                    if not math.isnan(v):  # MRR_ignore: queries without a value are omitted
+                        _emit(args, qid, m, v)
+        if not (args.by_query and args.no_summary):
+            results = ev.aggregates()
+            for m in ev.measures:
+                _emit(args, SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results[m])
+    except ndcg_spark.SparkUnavailable as e:
+        raise UsageError(str(e)) from None
     except ValueError as e:
         if isinstance(e, InputError):
             raise
@@ -293,6 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read a run file in blocks of this many bytes, keeping only per-query values, when "
                         f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
                         "whole into memory)")
+    e.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local (default) or spark: the same measures and output computed by Spark SQL on text "
+                        "or Parquet files (needs the [spark] extra and Java 17)")
+    e.add_argument("--spark-master", default="local[*]", metavar="URL",
+                   help="with --engine spark: the Spark master (default local[*])")
     e.set_defaults(func=cmd_eval)
 
     c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval")

@@ -208,8 +208,8 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
     as their decimal strings); relevance an integer; score a number.
 
     Returns ``{measure: aggregate}``, or with ``per_query=True`` a DataFrame (query_id, measure,
-    value) over the qrels queries, read from the per-query table that the validation job
-    persisted (``DataFrame.unpersist`` is not needed: it holds one row per query).
+    value) over the qrels queries; the per-query table (one row per query) stays cached after
+    the validation job, and the returned DataFrame reads from it.
     Repeated (query, doc) pairs, NaN or infinite scores, missing or empty ids and non-integer
     labels raise ValueError, as in the local engine.
     """
