@@ -61,11 +61,11 @@ def spec_of(measure) -> Spec:
     cutoff = param("cutoff")
     if isinstance(measure, PluginMeasure):
         gains = tuple(sorted((param("gains") or {}).items()))
-        ties = param("ties", "trec")
+        tie_rule = param("ties", "trec")
         if measure.FAMILY == "ndcg":
             return Spec("ndcg", measure.VARIANT, cutoff, ideal=param("ideal", "qrels"), gains=gains,
-                        judged_only=bool(param("judged_only", False)), ties=ties)
-        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=ties)
+                        judged_only=bool(param("judged_only", False)), ties=tie_rule)
+        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=tie_rule)
     name = getattr(measure, "NAME", None)
     if name not in ("nDCG", "RR", "Success"):
         raise ValueError(f"the ndcg_plugin engine does not compute {measure}")
