@@ -26,10 +26,9 @@ from typing import Any as AnyValue
 import ir_measures
 from ir_measures import Metric
 from ir_measures import measures as irm
-from ir_measures.measures.base import MeanAgg
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from .aggregate import ItemValue
+from .aggregate import ItemValue, aggregate_arrays
 from .measures import ALL, PluginMeasure
 
 if TYPE_CHECKING:
@@ -206,21 +205,10 @@ class NdcgPluginEvaluator(Evaluator):
 
     @staticmethod
     def aggregate(values: dict) -> dict:
-        """Each measure's aggregate from its per-query values, with its own aggregation (mean;
+        """Each measure's aggregate from its per-query values, with its own aggregator (mean;
         micro average for HitRate_item; mean of the values for MRR_ignore)."""
-        out = {}
-        for measure, vals in values.items():
-            agg = measure.aggregator()
-            if vals.hits is not None:
-                agg.add(ItemValue(float(vals.hits.sum()), float(vals.returned.sum())))
-            elif isinstance(agg, MeanAgg):
-                out[measure] = float(vals.values.mean()) if len(vals.values) else agg.result()
-                continue
-            else:
-                for v in vals.values.tolist():
-                    agg.add(v)
-            out[measure] = agg.result()
-        return out
+        return {measure: aggregate_arrays(measure, vals.values, vals.hits, vals.returned)
+                for measure, vals in values.items()}
 
     def _iter_calc(self, run) -> Iterator[Metric]:
         return self.metrics(self.values(run))
