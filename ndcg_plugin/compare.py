@@ -25,7 +25,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from . import io
+from . import reading
 from .measures import MRR_ignore, parse_measures
 
 
@@ -112,8 +112,8 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
     baseline = baseline or names[0]
     if baseline not in runs:
         raise ValueError(f"baseline {baseline!r} is not one of the runs {names}")
-    qrels_table = io.read(qrels, "qrels")
-    values = {name: per_query(qrels_table, io.read(run, "run"), measures) for name, run in runs.items()}
+    qrels_table = reading.read(qrels, "qrels")
+    values = {name: per_query(qrels_table, reading.read(run, "run"), measures) for name, run in runs.items()}
     rows = {name: {str(m): float(np.nanmean(values[name][m])) if values[name][m].notna().any() else math.nan
                    for m in measures} for name in names}
     tests = []

@@ -177,10 +177,10 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
     for m in measures:
         if not isinstance(m, PluginMeasure):
             raise ValueError(f"crosscheck compares the plugin's measures with trec_eval; {m} is not one of them")
-    from . import io  # imported on use: `import ndcg_plugin` stays light
+    from . import reading  # imported on use: `import ndcg_plugin` stays light
 
-    qrels_t = io.read(qrels, "qrels", duplicates=duplicates)
-    run_t = io.read(run, "run", duplicates=duplicates)
+    qrels_t = reading.read(qrels, "qrels", duplicates=duplicates)
+    run_t = reading.read(run, "run", duplicates=duplicates)
     provider = NdcgPluginProvider(duplicates=duplicates)
     evaluator = provider.evaluator(measures, qrels_t)
     ours_perq = evaluator.values(run_t)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import io
+from . import reading
 from .errors import DatasetError
 
 
@@ -179,7 +179,7 @@ def _missing_message(dataset_id: str, kind: str, path: Path) -> str:
 
 
 def load_qrels(dataset_id: str) -> pd.DataFrame:
-    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.io.read`)."""
+    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.reading.read`)."""
     target = locate(dataset_id, "qrels")
     if target is not None and not target.path.exists():
         raise DatasetError(_missing_message(dataset_id, "qrels", target.path))
@@ -191,7 +191,7 @@ def load_qrels(dataset_id: str) -> pd.DataFrame:
                            f"{e}); offline, seed them with: ndcg-plugin datasets seed {dataset_id} "
                            f"--qrels FILE") from None
     table = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
-    return io.read(table, "qrels", source=f"ir-datasets {dataset_id} qrels")
+    return reading.read(table, "qrels", source=f"ir-datasets {dataset_id} qrels")
 
 
 def official_measures(dataset_id: str) -> list[str]:
@@ -219,11 +219,11 @@ def _md5(path: Path) -> str:
 
 def _counts(owner: str, kind: str, text: str, source: str) -> tuple[bool, str]:
     """(whether the content has the counts ir-datasets records for ``owner``, a summary)."""
-    from . import io
+    from . import reading
 
     meta = _metadata(owner, kind)
     if kind == "qrels":
-        table = io.read(text, "qrels", source=source)
+        table = reading.read(text, "qrels", source=source)
         counts = Counter(table["relevance"].tolist())
         summary = f"{len(table)} judgments, {table['query_id'].nunique()} queries"
         expected = meta.get("count")
@@ -285,7 +285,7 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
     recorded for it, also after CRLF line ends are made LF), or a file with the counts the
     owning dataset records. Anything else is refused, naming what is expected; ``force``
     places it anyway, but never over a file another dataset owns."""
-    from . import io
+    from . import reading
 
     target = locate(dataset_id, kind)
     if target is None:
@@ -324,7 +324,7 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
         text = plain.decode("utf-8-sig", errors="replace")
         try:
             ok, summary = _counts(target.owner, kind, text, str(source))
-        except io.InputError as e:
+        except reading.InputError as e:
             ok, summary = False, str(e)
         recorded_md5 = target.md5 and not target.gzipped
         if ok and not recorded_md5:

@@ -16,7 +16,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from . import engine, io
+from . import engine, reading
 from .measures import PluginMeasure
 
 
@@ -51,8 +51,8 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any) -> Explanation:
         raise ValueError(f"explain covers the plugin's measures (NDCG_lin, NDCG_exp, HitRate, HitRate_item, "
                          f"MRR_zero, MRR_ignore); got {measure}")
     spec = engine.spec_of(measure)
-    qrels_t = io.read(qrels, "qrels")
-    run_t = io.read(run, "run")
+    qrels_t = reading.read(qrels, "qrels")
+    run_t = reading.read(run, "run")
     if query_id not in set(qrels_t["query_id"]):
         raise ValueError(f"query {query_id!r} is not in the qrels")
     q_qrels = qrels_t[qrels_t["query_id"] == query_id].reset_index(drop=True)

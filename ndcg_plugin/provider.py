@@ -82,11 +82,11 @@ class NdcgPluginProvider(Provider):
         return True
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
-        from . import engine, io  # imported on use: `import ndcg_plugin` stays light
+        from . import engine, reading  # imported on use: `import ndcg_plugin` stays light
         measures = list(dict.fromkeys(measures))
         specs = {m: _spec(m) for m in measures}
         qrels, ids = _query_ids(qrels)
-        table = io.read(qrels, "qrels", duplicates=self.duplicates)
+        table = reading.read(qrels, "qrels", duplicates=self.duplicates)
         if ids.without_judgments:
             import numpy as np
             import pandas as pd
@@ -119,23 +119,23 @@ class _QueryIds:
 
 def _query_ids(data: AnyValue) -> tuple[AnyValue, _QueryIds]:
     """(the qrels to read, their query ids): a single-pass iterable is read into a list here,
-    so that its ids can be looked at before ``io.read`` reads it."""
+    so that its ids can be looked at before ``reading.read`` reads it."""
     if isinstance(data, (str, bytes, os.PathLike)) or hasattr(data, "read"):
         return data, _QueryIds()  # files: ids are strings
     import pandas as pd
 
     if isinstance(data, pd.DataFrame):
         if "query_id" not in data.columns:
-            return data, _QueryIds()  # io.read names the missing column
+            return data, _QueryIds()  # reading.read names the missing column
         column = data["query_id"]
         if isinstance(column.dtype, pd.StringDtype) or (
                 column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string"):
-            return data, _QueryIds()  # strings (missing values are io.read's error)
+            return data, _QueryIds()  # strings (missing values are reading.read's error)
         return data, _QueryIds(_originals(pd.unique(column.to_numpy()).tolist()))
     if isinstance(data, dict):
         keys = list(data)
         empty = [str(q) if _is_int(q) else q for q, docs in data.items() if isinstance(docs, dict) and not docs]
-        empty = [q for q in empty if isinstance(q, str) and q]  # other keys: io.read's error, or none
+        empty = [q for q in empty if isinstance(q, str) and q]  # other keys: reading.read's error, or none
         return data, _QueryIds(_originals(keys), empty)
     if hasattr(data, "__iter__"):
         rows = list(data)
@@ -155,16 +155,16 @@ def _originals(ids: list) -> dict | None:
     types read as the same query (``1`` and ``"1"``) are refused: one result, one id type."""
     import numpy as np
 
-    from . import io  # imported on use: `import ndcg_plugin` stays light
+    from . import reading  # imported on use: `import ndcg_plugin` stays light
     if all(isinstance(q, str) for q in ids):
         return None
     seen: dict = {}
     for q in ids:
         key = str(q) if _is_int(q) else q
         if not isinstance(key, str):
-            continue  # not an id io.read accepts: it says so
+            continue  # not an id reading.read accepts: it says so
         if key in seen and (type(seen[key]) is not type(q) or seen[key] != q):
-            raise io.InputError("qrels", None, f"query ids {seen[key]!r} ({type(seen[key]).__name__}) and {q!r} "
+            raise reading.InputError("qrels", None, f"query ids {seen[key]!r} ({type(seen[key]).__name__}) and {q!r} "
                                 f"({type(q).__name__}) are both query {key!r}; give every query id one type")
         seen.setdefault(key, q.item() if isinstance(q, np.generic) else q)
     return seen
@@ -184,8 +184,8 @@ class NdcgPluginEvaluator(Evaluator):
 
     def values(self, run) -> dict:
         """Per-query values for each measure, as engine.Values aligned with ``self.index.qids``."""
-        from . import io  # imported on use: `import ndcg_plugin` stays light
-        table = io.read(run, "run", run_format=self.provider.run_format, duplicates=self.provider.duplicates)
+        from . import reading  # imported on use: `import ndcg_plugin` stays light
+        table = reading.read(run, "run", run_format=self.provider.run_format, duplicates=self.provider.duplicates)
         return self.values_of_table(table)
 
     def values_of_table(self, table: pd.DataFrame) -> dict:

@@ -5,6 +5,7 @@ declines, the line parser, numbering lines across blocks."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import sys
 import zlib
@@ -45,10 +46,8 @@ def _open(data: Any, source: str) -> tuple[BinaryIO, int]:
             raise InputError(source, None, "permission denied") from None
         return f, os.fstat(f.fileno()).st_size
     if isinstance(data, (bytes, bytearray)):
-        import io
         return io.BytesIO(data), len(data)
     if isinstance(data, str):  # the text of a file
-        import io
         raw = data.encode("utf-8")
         return io.BytesIO(raw), len(raw)
     if hasattr(data, "read"):
