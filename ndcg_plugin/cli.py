@@ -140,6 +140,10 @@ def cmd_eval(args) -> int:
         # (trec_eval's tie rule); the others by ir-measures, named on stderr (--provider: all by one)
         routed = None if args.provider else evaluate_tables(measures, qrels, run, options)
         calc = ir_measures.providers.registry[args.provider] if args.provider else None
+        if calc is not None and not calc.is_available():
+            raise UsageError(f"--provider {args.provider} is not available here (its library is not installed: "
+                             f"for ranx, pip install ranx); leave --provider out to use the plugin and ir-measures' "
+                             f"default providers")
         if routed is not None:
             _note_other_providers(routed)
         if args.by_query:
@@ -233,9 +237,14 @@ def cmd_datasets_info(args) -> int:
 
 def cmd_crosscheck(args) -> int:
     measures = _parse_measures(args.measures or list(DEFAULT_MEASURES))
+    if args.trec_eval and not (os.path.isfile(args.trec_eval) and os.access(args.trec_eval, os.X_OK)):
+        raise UsageError(f"--trec-eval {args.trec_eval}: no executable file there; give the path of a trec_eval "
+                         "binary, or leave the option out to check against pytrec_eval")
     try:
         rows = run_crosscheck(args.qrels, args.run, measures, trec_eval=args.trec_eval, duplicates=args.duplicates)
-    except RuntimeError as e:
+    except InputError:
+        raise
+    except (RuntimeError, ValueError, OSError) as e:
         raise UsageError(str(e)) from None
     print(format_rows(rows, args.places))
     bad = [r for r in rows if not r.ok]
@@ -283,8 +292,8 @@ def cmd_compare(args) -> int:
     if args.plot:
         try:
             cmp.plot(table, args.plot)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        except (ValueError, OSError) as e:
+            raise UsageError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
         print(f"ndcg-plugin: wrote {args.plot}", file=sys.stderr)
     return 0
 

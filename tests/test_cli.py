@@ -138,3 +138,32 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     quiet = _Progress("run.trec")
     quiet(1, 2)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["crosscheck", "{q}", "{r}", "-m", "nDCG@10"], "nDCG@10"),
+    (["crosscheck", "{q}", "{r}", "--trec-eval", "/no/such/binary"], "/no/such/binary"),
+    (["compare", "{q}", "{r}", "{r2}", "-m", "NDCG_lin@10", "--names", "a", "b", "--plot", "/no/such/dir/x.png"],
+     "/no/such/dir/x.png"),
+])
+def test_former_tracebacks_end_in_one_line_and_exit_2(tmp_path, args, fragment):
+    q, r = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
+    r2 = tmp_path / "run2"
+    r2.write_text((EXAMPLES / "example.run").read_text())
+    proc = run_cli(*[a.format(q=q, r=r, r2=r2) for a in args])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and fragment in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_provider_whose_library_is_missing_is_one_line_and_exit_2():
+
+    import ir_measures
+    missing = [name for name, p in ir_measures.providers.registry.items() if not p.is_available()]
+    if not missing:
+        pytest.skip("every ir-measures provider's library is installed here")
+    proc = run_cli("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "nDCG@5",
+                   "--provider", missing[0])
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"--provider {missing[0]} is not available" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
