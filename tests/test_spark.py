@@ -376,3 +376,13 @@ def test_ties_average_is_refused_with_a_clear_message(spark):
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
     with pytest.raises(ValueError, match=r"does not compute ties='average'; use the local engine"):
         ndcg_spark.evaluate(qrels, run, ["NDCG_lin(ties='average')@3"])
+
+
+def test_exponential_gain_overflow_is_refused_as_locally(spark):
+    qrels = spark.createDataFrame([("q", "d", 1024)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    with pytest.raises(ValueError, match="relevance label 1024 gives an infinite gain under NDCG_exp"):
+        ndcg_spark.evaluate(qrels, run, ["NDCG_exp@3"])
+    # mapped by gains=, or under linear gain, the label is fine: 2^1024 is never computed
+    res = ndcg_spark.evaluate(qrels, run, ["NDCG_exp(gains={1024:5})@3", "NDCG_lin@3"])
+    assert list(res.values()) == [1.0, 1.0]

@@ -48,7 +48,11 @@ def require_spark() -> None:
 def session(master: str = "local[*]", conf: dict | None = None):
     """The active SparkSession, or a new one on ``master`` (quiet logging, no UI)."""
     require_spark()
-    from pyspark.sql import SparkSession
+    with warnings.catch_warnings():
+        # pyspark warns at import that it does not fully support pandas >= 3; nothing here converts pandas
+        warnings.simplefilter("ignore", FutureWarning)
+        from pyspark.sql import SparkSession
+        from pyspark.sql import pandas as _  # noqa: F401  (where that warning is raised)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -180,6 +184,18 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
         raise ValueError("give at least one measure, e.g. NDCG_exp@10")
     specs = _specs(measures)
     q = inputs.normalise(qrels, "qrels", names)
+    exp = [s for _, s in specs if s.family == "ndcg" and s.variant == "exp"]
+    if exp:  # 2^rel - 1 is infinite above 1023, as the local engine refuses (unless gains= maps the label)
+        from pyspark.sql import functions as F
+        lab = F.col("lab")
+        overflow = F.lit(False)
+        for s in exp:
+            keys = [int(k) for k, _ in s.gains]
+            overflow = overflow | ((lab >= 1024) & (~lab.isin(keys) if keys else F.lit(True)))
+        q = q.withColumn("lab", F.when(overflow, inputs.fail(F.concat(
+            F.lit("relevance label "), lab.cast("string"),
+            F.lit(" gives an infinite gain under NDCG_exp (2^rel - 1 overflows a double above 1023); use "
+                  "gains={...} or NDCG_lin")))).otherwise(lab))
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
     rows, ideal_cols = plan.ranked_rows(r, q, [s for _, s in specs])
