@@ -49,10 +49,13 @@ def session(master: str = "local[*]", conf: dict | None = None):
     """The active SparkSession, or a new one on ``master`` (quiet logging, no UI)."""
     require_spark()
     with warnings.catch_warnings():
-        # pyspark warns at import that it does not fully support pandas >= 3; nothing here converts pandas
-        warnings.simplefilter("ignore", FutureWarning)
-        from pyspark.sql import SparkSession
-        from pyspark.sql import pandas as _  # noqa: F401  (where that warning is raised)
+        # pyspark warns that it does not fully support pandas >= 3; the engine converts no pandas data
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        return _session(master, conf)
+
+
+def _session(master: str, conf: dict | None):
+    from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
