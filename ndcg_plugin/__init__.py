@@ -1,27 +1,42 @@
 """ndcg-plugin: NDCG (linear and exponential gain), HitRate (query and item level) and MRR
 (misses as 0 or left out) for ir-measures, computed exactly as trec_eval would.
 
-``import ndcg_plugin`` registers the measures and the ``ndcg_plugin`` provider with
-ir-measures; calling :func:`register` again is harmless.
+``import ndcg_plugin`` registers the six measures and the ``ndcg_plugin`` provider with
+ir-measures and changes nothing about built-in measures; ``register(serve_builtins=True)``
+lets the provider serve the built-ins it computes (nDCG, RR, Success) too.
 """
 from __future__ import annotations
+
+from typing import Any
 
 from . import measures as _measures
 from . import provider as _provider
 from .crosscheck import crosscheck  # the function; the module stays ndcg_plugin.crosscheck in sys.modules
-from .io import InputError, read
+from .errors import InputError
 from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, parse_measures
 
 __version__ = "0.1.0"
 
 
-def register() -> None:
-    """Register the six measures and the ``ndcg_plugin`` provider with ir-measures (idempotent)."""
+def register(serve_builtins: bool = False) -> None:
+    """Register the six measures and the ``ndcg_plugin`` provider with ir-measures (idempotent).
+
+    By default the provider serves the six measures only, and every built-in measure is computed
+    as without the plugin. With ``serve_builtins=True`` it also serves the built-in ``nDCG``,
+    ``RR`` and ``Success`` (where their parameters allow; docs/measures.md lists how its numbers
+    and errors then differ from pytrec_eval's); ``register()`` undoes that."""
     _measures.register()
-    _provider.register()
+    _provider.register(serve_builtins=serve_builtins)
 
 
 register()
+
+
+def read(data: Any, kind: str, **options: Any):
+    """Read qrels or a run into a validated table: see :func:`ndcg_plugin.reading.read`."""
+    from .reading import read as _read  # imported on use: `import ndcg_plugin` stays light (no pyarrow)
+    return _read(data, kind, **options)
+
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
            "register", "crosscheck", "read", "parse_measures", "InputError", "__version__"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ir_measures.measures.base import Agg
+from ir_measures.measures.base import Agg, MeanAgg
 
 
 class ItemValue(float):
@@ -27,7 +27,31 @@ class ItemValue(float):
         return (self.hits, self.returned)
 
 
-class MicroAgg(Agg):
+class ArrayAgg(Agg):
+    """An aggregator that can also aggregate a whole column of per-query values at once."""
+
+    def from_arrays(self, values, hits=None, returned=None) -> float:
+        for v in values.tolist():
+            self.add(v)
+        return self.result()
+
+
+def aggregate_arrays(measure, values, hits=None, returned=None) -> float:
+    """A measure's aggregate from per-query arrays (``engine.Values``: the values, and for
+    item-level measures the hits and returned counts), with the measure's own aggregator:
+    the one place that knows how each measure aggregates (provider, crosscheck and compare
+    call it)."""
+    agg = measure.aggregator()
+    if isinstance(agg, ArrayAgg):
+        return agg.from_arrays(values, hits, returned)
+    if isinstance(agg, MeanAgg):
+        return float(values.mean()) if len(values) else agg.result()
+    for v in values.tolist():
+        agg.add(v)
+    return agg.result()
+
+
+class MicroAgg(ArrayAgg):
     """sum(hits) / sum(returned) over the values added; 0.0 when nothing was returned."""
 
     def __init__(self) -> None:
@@ -46,8 +70,14 @@ class MicroAgg(Agg):
     def result(self) -> float:
         return self.hits / self.returned if self.returned else 0.0
 
+    def from_arrays(self, values, hits=None, returned=None) -> float:
+        if hits is None or returned is None:
+            return super().from_arrays(values)
+        self.add(ItemValue(float(hits.sum()), float(returned.sum())))
+        return self.result()
 
-class NanSkipMeanAgg(Agg):
+
+class NanSkipMeanAgg(ArrayAgg):
     """Mean of the non-NaN values; NaN with a RuntimeWarning when there is none."""
 
     def __init__(self, name: str = "measure") -> None:

@@ -15,11 +15,18 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from . import io
 from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
-from .datasets import DatasetError
+from .errors import DatasetError, InputError
 from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
+from .provider import evaluate_tables, route
+
+BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
+
+
+def _read(data, kind: str, **options):
+    from .reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
+    return read(data, kind, **options)
 
 SUMMARY_QID = "all"
 
@@ -67,11 +74,11 @@ class _Progress:
 def _read_qrels(args) -> tuple:
     """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id."""
     if args.qrels == "-" or os.path.exists(args.qrels):
-        return io.read(args.qrels, "qrels", duplicates=args.duplicates), None
+        return _read(args.qrels, "qrels", duplicates=args.duplicates), None
     from . import datasets
     if datasets.is_dataset_id(args.qrels):
         return datasets.load_qrels(args.qrels), args.qrels
-    raise io.InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
+    raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
 
 
 def _plugin_counterparts(measures: list) -> list:
@@ -86,6 +93,16 @@ def _plugin_counterparts(measures: list) -> list:
         elif m.NAME == "Success" and not m.params.get("judged_only"):
             out.append(HitRate(rel=m["rel"]) @ cutoff if m["rel"] != 1 else HitRate @ cutoff)
     return out
+
+
+def _note_other_providers(routed) -> None:
+    """One stderr line naming the printed measures that a provider other than ndcg-plugin computed."""
+    by_provider: dict = {}
+    for m in routed.others:
+        by_provider.setdefault(routed.routes[m], []).append(str(m))
+    if by_provider:
+        parts = "; ".join(f"{' '.join(ms)} by ir-measures' {p} provider" for p, ms in by_provider.items())
+        print(f"ndcg-plugin: computed by other providers: {parts}", file=sys.stderr)
 
 
 def cmd_eval(args) -> int:
@@ -108,13 +125,27 @@ def cmd_eval(args) -> int:
         note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
         print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
               f"{' '.join(map(str, official))}{note}", file=sys.stderr)
-    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
-                  progress=_Progress(args.run) if sys.stderr.isatty() else None)
-    calc = ir_measures.providers.registry[args.provider] if args.provider else ir_measures
+    progress = _Progress(args.run) if sys.stderr.isatty() else None
+    streams = (not args.provider and args.block_size > 0 and args.run != "-"
+               and all(route(m) == "ndcg_plugin" for m in measures))
+    if streams:  # every measure is the engine's: the run file is evaluated as it streams
+        run = args.run
+        options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": progress,
+                   "block_bytes": args.block_size}
+    else:
+        run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates, progress=progress)
+        options = None
     try:
+        # every measure the plugin's engine computes is computed by it, from the tables read above
+        # (trec_eval's tie rule); the others by ir-measures, named on stderr (--provider: all by one)
+        routed = None if args.provider else evaluate_tables(measures, qrels, run, options)
+        calc = ir_measures.providers.registry[args.provider] if args.provider else None
+        if routed is not None:
+            _note_other_providers(routed)
         if args.by_query:
             aggs = {m: m.aggregator() for m in measures}
-            for metric in calc.iter_calc(measures, qrels, run):
+            metrics = routed.iter_calc() if routed is not None else calc.iter_calc(measures, qrels, run)
+            for metric in metrics:
                 aggs[metric.measure].add(metric.value)
                 if not math.isnan(metric.value):  # MRR_ignore: queries without a value are omitted
                     _emit(args, metric.query_id, metric.measure, metric.value)
@@ -122,11 +153,11 @@ def cmd_eval(args) -> int:
                 for m in measures:
                     _emit(args, SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
         else:
-            results = calc.calc_aggregate(measures, qrels, run)
+            results = routed.calc_aggregate() if routed is not None else calc.calc_aggregate(measures, qrels, run)
             for m in measures:
                 _emit(args, None, m, results[m])
     except ValueError as e:
-        if isinstance(e, io.InputError):
+        if isinstance(e, InputError):
             raise
         raise UsageError(str(e)) from None
     return 0
@@ -159,7 +190,7 @@ def _eval_spark(args, measures: list) -> int:
     except ndcg_spark.SparkUnavailable as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
-        if isinstance(e, io.InputError):
+        if isinstance(e, InputError):
             raise
         raise UsageError(str(e)) from None
     return 0
@@ -167,8 +198,15 @@ def _eval_spark(args, measures: list) -> int:
 
 def cmd_datasets_seed(args) -> int:
     from .datasets import seed
-    for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
-        print(f"{done.kind}: placed {done.path} ({done.check})")
+    placed = []
+    try:
+        for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
+            print(f"{done.kind}: placed {done.path} ({done.check})", flush=True)
+            placed.append(f"the {done.kind} at {done.path}")
+    except (DatasetError, InputError) as e:
+        if placed:
+            raise DatasetError(f"{e} (placed before this error: {', '.join(placed)})") from None
+        raise
     return 0
 
 
@@ -212,8 +250,8 @@ def cmd_explain(args) -> int:
     measure = _parse_measures([args.measure])
     if len(measure) != 1:
         raise UsageError("explain takes one measure")
-    qrels = io.read(args.qrels, "qrels", duplicates=args.duplicates)
-    run = io.read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+    qrels = _read(args.qrels, "qrels", duplicates=args.duplicates)
+    run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
         print(explain(qrels, run, args.query, measure[0]).text(args.places))
     except ValueError as e:
@@ -228,7 +266,7 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
     if len(set(names)) != len(names):
         raise UsageError(f"run names must differ, got {names}; use --names")
-    runs = {n: io.read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
+    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
             for n, r in zip(names, args.runs, strict=True)}
     qrels, _ = _read_qrels(args)
     baseline = None
@@ -255,7 +293,7 @@ def cmd_measures(args) -> int:
     for m in ALL:
         print(f"{m.NAME}: {m.SHORT_DESC}")
         for key, info in m.SUPPORTED_PARAMS.items():
-            default = "" if info.default is ir_measures.measures.base._NOT_PROVIDED else f" (default {info.default!r})"
+            default = "" if info.default is ir_measures.providers.base.NOT_PROVIDED else f" (default {info.default!r})"
             required = " (required)" if key == "cutoff" and m.CUTOFF_REQUIRED else ""
             print(f"    {key}{default}{required}: {info.desc}")
     return 0
@@ -286,6 +324,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
+    e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",
+                   help="read a run file in blocks of this many bytes, keeping only per-query values, when "
+                        f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
+                        "whole into memory)")
     e.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local (default) or spark: the same measures and output computed by Spark SQL on text "
                         "or Parquet files (needs the [spark] extra and Java 17)")
@@ -352,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("default")
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
             return args.func(args)
-    except io.InputError as e:
+    except InputError as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
     except (UsageError, DatasetError) as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -56,25 +55,32 @@ def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     return pa.chunked_array(parts, type=arr.type)
 
 
-def group_codes(values: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(codes, uniques) with uniques in order of first appearance, as ``pd.factorize``."""
+    uniques = arr.unique()
+    codes = pc.index_in(arr, value_set=uniques)
+    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64), uniques
+
+
+def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
     the number of rows per code, computed from the runs of equal values: a run file grouped by
     query has one run per query, so only as many strings as queries are hashed."""
     arr = as_arrow_strings(values)
     if len(arr) == 0:
-        return np.zeros(0, dtype=np.int32), np.array([], dtype=object), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.large_string()), np.zeros(0, dtype=np.int64)
     run_values, run_lengths = [], []
     for chunk in arr.chunks:
         if len(chunk) == 0:
             continue
         ree = pc.run_end_encode(chunk)
-        run_values.append(ree.values.to_numpy(zero_copy_only=False))
+        run_values.append(ree.values)
         run_lengths.append(np.diff(ree.run_ends.to_numpy().astype(np.int64), prepend=0))
-    run_codes, uniques = pd.factorize(np.concatenate(run_values))
+    run_codes, uniques = factorize(pa.chunked_array(run_values, type=arr.type))
     lengths = np.concatenate(run_lengths)
     sizes = np.bincount(run_codes, weights=lengths, minlength=len(uniques)).astype(np.int64)
     dtype = np.int32 if len(uniques) < 2**31 else np.int64
-    return np.repeat(run_codes.astype(dtype), lengths), np.asarray(uniques, dtype=object), sizes
+    return np.repeat(run_codes.astype(dtype), lengths), uniques, sizes
 
 
 def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:

@@ -30,7 +30,6 @@ from typing import Any
 
 import ir_measures
 
-from . import io
 from .measures import PluginMeasure
 from .provider import NdcgPluginProvider
 
@@ -178,6 +177,8 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
     for m in measures:
         if not isinstance(m, PluginMeasure):
             raise ValueError(f"crosscheck compares the plugin's measures with trec_eval; {m} is not one of them")
+    from . import io  # imported on use: `import ndcg_plugin` stays light
+
     qrels_t = io.read(qrels, "qrels", duplicates=duplicates)
     run_t = io.read(run, "run", duplicates=duplicates)
     provider = NdcgPluginProvider(duplicates=duplicates)

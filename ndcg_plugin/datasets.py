@@ -22,6 +22,7 @@ import logging
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,7 @@ from typing import Any
 import pandas as pd
 
 from . import io
-
-
-class DatasetError(ValueError):
-    """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""
+from .errors import DatasetError
 
 
 def _irds():
@@ -59,46 +57,106 @@ def _load(dataset_id: str):
 
 @dataclass
 class Target:
-    """Where ir-datasets reads a file: its cache path, whether it reads it gzipped, the md5 it
-    records for the file at that path (None if none), and the dataset whose metadata counts it."""
+    """Where ir-datasets reads a file, and what it expects there.
+
+    ``path`` and ``gzipped``: the cache file and whether it is read gzipped; ``md5``: the md5
+    ir-datasets records for that very file (None if none); ``owner``: the dataset whose own file
+    it is (a filtered dataset such as ``.../judged`` reads its parent's files); ``download`` and
+    ``download_md5``: the file ir-datasets would download to make it, and its md5."""
     path: Path
     gzipped: bool
     md5: str | None
+    owner: str
+    download: str | None = None
+    download_md5: str | None = None
 
 
-def _target(stream: Any) -> Target | None:
+def _layout(handler: Any) -> tuple[Any, bool] | None:
+    """(the stream a qrels or queries handler reads, whether it reads it through another
+    dataset's handler). The one place that reads ir-datasets' private attributes (it has no
+    public API for where a handler's data comes from); tests/test_datasets.py checks it
+    against the pinned ir-datasets."""
+    wrapped = False
+    while handler is not None:
+        for attr in ("_qrels_dlc", "_dlc"):
+            stream = getattr(handler, attr, None)
+            if stream is not None and not isinstance(stream, (list, tuple)):
+                return stream, wrapped
+        handler = getattr(handler, "_qrels_handler", None) or getattr(handler, "_queries_handler", None)
+        wrapped = True
+    return None
+
+
+def _inner(stream: Any) -> Any:
+    return getattr(stream, "_streamer", None)  # ir-datasets private: see _layout
+
+
+def _target(stream: Any, owner: str) -> Target | None:
     from ir_datasets.util.download import Download
     from ir_datasets.util.fileio import Cache, GzipExtract
+
+    def download_of(s):
+        while s is not None and not isinstance(s, Download):
+            s = _inner(s)
+        if s is None:
+            return None, None
+        urls = [getattr(m, "url", "") for m in getattr(s, "mirrors", [])]
+        name = os.path.basename(urls[0].split("?")[0]) if urls and urls[0] else None
+        return name, s.expected_md5
+
     if isinstance(stream, Cache):
-        return Target(Path(stream._path), False, None)
+        name, md5 = download_of(_inner(stream))
+        return Target(Path(stream.path(force=False)), False, None, owner, name, md5)
     if isinstance(stream, GzipExtract):
-        inner = _target(stream._streamer)
-        return None if inner is None else Target(inner.path, True, inner.md5)
-    if isinstance(stream, Download) and stream._cache_path:
-        return Target(Path(stream._cache_path), False, stream.expected_md5)
+        inner = _target(_inner(stream), owner)
+        return None if inner is None else Target(inner.path, True, inner.md5, owner, inner.download,
+                                                 inner.download_md5)
+    if isinstance(stream, Download):
+        path = stream.path(force=False)
+        if path is None or not os.path.isabs(str(path)):
+            return None
+        name, md5 = download_of(stream)
+        return Target(Path(path), False, stream.expected_md5, owner, name, md5)
     return None
 
 
-def _stream_of(handler: Any) -> Any:
-    for attr in ("_qrels_dlc", "_dlc"):
-        if hasattr(handler, attr) and not isinstance(getattr(handler, attr), (list, tuple)):
-            return getattr(handler, attr)
-    for attr in ("_qrels_handler", "_queries_handler"):
-        if hasattr(handler, attr):
-            return _stream_of(getattr(handler, attr))
-    return None
-
-
-def locate(dataset_id: str, kind: str) -> Target | None:
-    """Where ir-datasets reads the qrels (``kind="qrels"``) or queries of a dataset, or None
-    when the dataset is built in a way this module does not know."""
+def _handler(dataset_id: str, kind: str) -> Any:
     ds = _load(dataset_id)
     has = ds.has_qrels() if kind == "qrels" else ds.has_queries()
     if not has:
         raise DatasetError(f"ir-datasets id {dataset_id!r} provides no {kind}")
-    handler = ds.qrels_handler() if kind == "qrels" else ds.queries_handler()
-    stream = _stream_of(handler)
-    return None if stream is None else _target(stream)
+    return ds.qrels_handler() if kind == "qrels" else ds.queries_handler()
+
+
+def _owner(dataset_id: str, kind: str, path: Path) -> str:
+    """The dataset (this one or an ancestor id) that reads the file at ``path`` as its own."""
+    registry = _irds().registry
+    parts = dataset_id.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        parent = "/".join(parts[:i])
+        if parent not in registry:
+            continue
+        try:
+            found = _layout(_handler(parent, kind))
+        except DatasetError:
+            continue
+        if found is not None and not found[1]:
+            target = _target(found[0], parent)
+            if target is not None and target.path == path:
+                return parent
+    return dataset_id
+
+
+def locate(dataset_id: str, kind: str) -> Target | None:
+    """Where ir-datasets reads the qrels (``kind="qrels"``) or queries of a dataset, and what it
+    expects there; None when the dataset is built in a way this module does not know."""
+    found = _layout(_handler(dataset_id, kind))
+    if found is None:
+        return None
+    target = _target(found[0], dataset_id)
+    if target is not None and found[1]:
+        target.owner = _owner(dataset_id, kind, target.path)
+    return target
 
 
 def _metadata(dataset_id: str, kind: str) -> dict:
@@ -159,35 +217,76 @@ def _md5(path: Path) -> str:
     return h.hexdigest()
 
 
-def _content_check(dataset_id: str, kind: str, text: str, source: str) -> str:
-    """Compare a file's content with the counts ir-datasets records; return a summary or raise."""
-    meta = _metadata(dataset_id, kind)
+def _counts(owner: str, kind: str, text: str, source: str) -> tuple[bool, str]:
+    """(whether the content has the counts ir-datasets records for ``owner``, a summary)."""
+    from . import io
+
+    meta = _metadata(owner, kind)
     if kind == "qrels":
         table = io.read(text, "qrels", source=source)
         counts = Counter(table["relevance"].tolist())
         summary = f"{len(table)} judgments, {table['query_id'].nunique()} queries"
         expected = meta.get("count")
-        if expected is not None and expected != len(table):
-            raise DatasetError(f"{source}: {len(table)} judgments, but ir-datasets records {expected} for "
-                               f"{dataset_id}; is this the right file? (--force places it anyway)")
         by_value = meta.get("fields", {}).get("relevance", {}).get("counts_by_value")
+        if expected is not None and expected != len(table):
+            return False, f"{summary}, but ir-datasets records {expected} judgments for {owner}"
         if by_value and {int(k): v for k, v in by_value.items()} != dict(counts):
-            raise DatasetError(f"{source}: relevance levels {dict(sorted(counts.items()))} differ from the "
-                               f"{dict(sorted((int(k), v) for k, v in by_value.items()))} ir-datasets records for "
-                               f"{dataset_id} (--force places it anyway)")
-        return summary + ", counts match ir-datasets' metadata" if expected else summary
+            return False, (f"relevance levels {dict(sorted(counts.items()))} differ from the "
+                           f"{dict(sorted((int(k), v) for k, v in by_value.items()))} ir-datasets records for {owner}")
+        return expected is not None, summary + (", counts match ir-datasets' metadata" if expected else "")
     lines = [line for line in text.splitlines() if line.strip()]
     bad = next((i for i, line in enumerate(lines, 1) if "\t" not in line), None)
     if bad is not None:
         raise DatasetError(f"{source}:{bad}: expected 'query_id<TAB>text' in a queries file")
     expected = meta.get("count")
     if expected is not None and expected != len(lines):
-        raise DatasetError(f"{source}: {len(lines)} queries, but ir-datasets records {expected} for {dataset_id} "
-                           f"(--force places it anyway)")
-    return f"{len(lines)} queries" + (", count matches ir-datasets' metadata" if expected else "")
+        return False, f"{len(lines)} queries, but ir-datasets records {expected} for {owner}"
+    return expected is not None, f"{len(lines)} queries" + (", count matches ir-datasets' metadata" if expected else "")
+
+
+def _expected(target: Target, dataset_id: str, kind: str) -> str:
+    """What ir-datasets expects at the target, in words, for error messages."""
+    parts = []
+    if target.download:
+        md5 = f" (md5 {target.download_md5})" if target.download_md5 else ""
+        parts.append(f"the official {target.download}{md5}")
+    if target.md5:
+        parts.append(f"a file with md5 {target.md5}")
+    count = _metadata(target.owner, kind).get("count")
+    if count is not None:
+        parts.append(f"{count} {'judgments' if kind == 'qrels' else 'queries'}")
+    whose = target.owner if target.owner == dataset_id else f"{target.owner} (whose file {dataset_id} reads)"
+    return f"ir-datasets expects {' or '.join(parts) or 'another file'} at {target.path} for {whose}"
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Through a temporary file in the same folder and a rename: an interrupted seed leaves
+    nothing half-written; the file gets the usual permissions (0644 under umask 022)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
+    """Check a local file against what ir-datasets expects for the file it would be placed as,
+    and place it. Accepted: the official download (its md5), the file byte for byte (the md5
+    recorded for it, also after CRLF line ends are made LF), or a file with the counts the
+    owning dataset records. Anything else is refused, naming what is expected; ``force``
+    places it anyway, but never over a file another dataset owns."""
+    from . import io
+
     target = locate(dataset_id, kind)
     if target is None:
         raise DatasetError(f"cannot tell where ir-datasets keeps the {kind} of {dataset_id}; seeding it is not "
@@ -197,57 +296,68 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
     except OSError as e:
         raise DatasetError(f"{source}: {e.strerror or e}") from None
     is_gz = raw[:2] == b"\x1f\x8b"
-    byte_for_byte = is_gz == target.gzipped
-    if byte_for_byte:
-        data = raw
-    elif is_gz:
-        data = gzip.decompress(raw)
+    try:
+        plain = gzip.decompress(raw) if is_gz else raw
+    except (OSError, EOFError) as e:
+        raise DatasetError(f"{source}: corrupt gzip data ({e})") from None
+    got_md5 = hashlib.md5(raw).hexdigest()
+    lf = plain.replace(b"\r\n", b"\n") if b"\r\n" in plain else None
+
+    def in_target_form(content: bytes) -> bytes:
+        return gzip.compress(content, mtime=0) if target.gzipped else content
+
+    data, check = None, None
+    if target.download_md5 and got_md5 == target.download_md5 and target.gzipped == is_gz:
+        data, check = raw, f"md5 {got_md5} is the official {target.download or 'download'}"
+    elif target.download_md5 and got_md5 == target.download_md5:
+        data = in_target_form(plain)
+        check = f"md5 {got_md5} is the official {target.download or 'download'}, " + (
+            "gzipped" if target.gzipped else "decompressed") + " as ir-datasets reads it"
+    elif target.md5 and hashlib.md5(in_target_form(plain) if not target.gzipped else raw).hexdigest() == target.md5:
+        data, check = (raw if target.gzipped else plain), f"md5 {target.md5} matches ir-datasets"
+    elif target.md5 and lf is not None and hashlib.md5(in_target_form(lf)).hexdigest() == target.md5:
+        data, check = in_target_form(lf), f"CRLF line ends made LF: md5 {target.md5} then matches ir-datasets"
+    if data is not None:
+        text = plain.decode("utf-8-sig")
+        check += "; " + _counts(target.owner, kind, text, str(source))[1]
     else:
-        data = gzip.compress(raw, mtime=0)
-    text = (gzip.decompress(data) if target.gzipped else data).decode("utf-8-sig")
-    if byte_for_byte and target.md5:
-        got = hashlib.md5(data).hexdigest()
-        if got != target.md5:
-            if not force:
-                raise DatasetError(f"{source}: md5 {got} differs from the {target.md5} ir-datasets records for "
-                                   f"{target.path.name} of {dataset_id}; this is not the file it expects "
-                                   f"(--force places it anyway)")
-            check = f"md5 {got} differs from {target.md5}: placed anyway (--force)"
+        text = plain.decode("utf-8-sig", errors="replace")
+        try:
+            ok, summary = _counts(target.owner, kind, text, str(source))
+        except io.InputError as e:
+            ok, summary = False, str(e)
+        recorded_md5 = target.md5 and not target.gzipped
+        if ok and not recorded_md5:
+            data, check = in_target_form(plain), "checked by content: " + summary
         else:
-            check = f"md5 {got} matches ir-datasets"
-        try:
-            check += "; " + _content_check(dataset_id, kind, text, str(source))
-        except (DatasetError, io.InputError) as e:
+            reasons = [] if ok else [summary]
+            if recorded_md5:
+                reasons.append(f"md5 {got_md5} is not what ir-datasets records")
+            why = "; ".join(reasons) or summary
+            optional = "; queries are optional for evaluation: leave out --queries" if kind == "queries" else ""
+            if target.owner != dataset_id:
+                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)}; a different file "
+                                   f"there would change {target.owner} too, so it is not placed, not even with "
+                                   f"--force{optional}")
             if not force:
-                raise
-            check += f"; {e}"
-    else:
-        try:
-            check = ("transformed (" + ("gzipped" if target.gzipped else "decompressed") + "), so checked by content: "
-                     if not byte_for_byte else "no md5 recorded, checked by content: ")
-            check += _content_check(dataset_id, kind, text, str(source))
-        except (DatasetError, io.InputError) as e:
-            if not force:
-                raise
-            check = f"placed despite: {e} (--force)"
-    target.path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.path.parent, delete=False) as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, target.path)
+                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)} (--force places it "
+                                   f"anyway){optional}")
+            data, check = in_target_form(plain), f"placed despite: {why} (--force)"
+    _write(target.path, data)
     return Seeded(kind, target.path, check)
 
 
 def seed(dataset_id: str, qrels: str | Path | None = None, queries: str | Path | None = None,
-         force: bool = False) -> list[Seeded]:
-    """Place local qrels and/or queries files where ir-datasets reads them for ``dataset_id``."""
+         force: bool = False) -> Iterator[Seeded]:
+    """Place local qrels and/or queries files where ir-datasets reads them for ``dataset_id``,
+    yielding each file as it is placed (so a caller can say what was placed before an error)."""
     if qrels is None and queries is None:
         raise DatasetError("nothing to seed: give --qrels FILE and/or --queries FILE")
-    done = []
+    _load(dataset_id)  # an unknown id fails before anything is placed
     if qrels is not None:
-        done.append(_place(dataset_id, "qrels", Path(qrels), force))
+        yield _place(dataset_id, "qrels", Path(qrels), force)
     if queries is not None:
-        done.append(_place(dataset_id, "queries", Path(queries), force))
-    return done
+        yield _place(dataset_id, "queries", Path(queries), force)
 
 
 def info(dataset_id: str) -> dict:

@@ -24,13 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from ir_measures.measures.base import _NOT_PROVIDED
+from ir_measures.providers.base import NOT_PROVIDED
 
 from . import ties
-from .columns import as_arrow_strings, group_codes, take_sorted
+from .columns import as_arrow_strings, factorize, group_codes, take_sorted
 from .measures import PluginMeasure
 
 
@@ -48,31 +47,59 @@ class Spec:
 
 
 def spec_of(measure) -> Spec:
-    """Translate a plugin measure, or a built-in one the plugin serves, into a :class:`Spec`."""
+    """Translate a plugin measure, or a built-in one the plugin serves (``nDCG``, ``RR``,
+    ``Success``), into a :class:`Spec`. A built-in's parameters are accepted only where the
+    engine computes the measure as pytrec_eval defines it; otherwise a ValueError says why."""
     measure.validate_params()
 
     def param(key, default=None):
         if key not in measure.SUPPORTED_PARAMS:
             return default
         value = measure[key]
-        return default if value is _NOT_PROVIDED else value
+        return default if value is NOT_PROVIDED else value
 
     cutoff = param("cutoff")
-    gains = tuple(sorted((param("gains") or {}).items()))
     if isinstance(measure, PluginMeasure):
-        ties = param("ties", "trec")
+        gains = tuple(sorted((param("gains") or {}).items()))
+        tie_rule = param("ties", "trec")
         if measure.FAMILY == "ndcg":
             return Spec("ndcg", measure.VARIANT, cutoff, ideal=param("ideal", "qrels"), gains=gains,
-                        judged_only=bool(param("judged_only", False)), ties=ties)
-        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=ties)
-    if measure.NAME == "nDCG":
-        variant = "exp" if param("dcg", "log2") == "exp-log2" else "linear"
-        return Spec("ndcg", variant, cutoff, gains=gains, judged_only=bool(param("judged_only", False)))
-    if measure.NAME == "RR":
-        return Spec("mrr", "zero", cutoff, rel=param("rel", 1))
-    if measure.NAME == "Success":
-        return Spec("hitrate", "query", cutoff, rel=param("rel", 1))
-    raise ValueError(f"the ndcg_plugin engine does not compute {measure}")
+                        judged_only=bool(param("judged_only", False)), ties=tie_rule)
+        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=tie_rule)
+    name = getattr(measure, "NAME", None)
+    if name not in ("nDCG", "RR", "Success"):
+        raise ValueError(f"the ndcg_plugin engine does not compute {measure}")
+
+    def refuse(why: str):
+        raise ValueError(f"the ndcg_plugin engine does not compute {measure}: {why}")
+
+    if cutoff is None and name == "Success":
+        refuse("Success needs a cutoff, e.g. Success@10")
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
+        refuse(f"the cutoff must be a positive integer, got {cutoff!r}")
+    judged_only = param("judged_only", False)
+    if not isinstance(judged_only, bool):
+        refuse(f"judged_only must be True or False, got {judged_only!r}")
+    if name == "nDCG":
+        dcg = param("dcg", "log2")
+        if dcg not in ("log2", "exp-log2"):
+            refuse(f"dcg must be 'log2' or 'exp-log2', got {dcg!r}")
+        gains = param("gains")
+        if gains is not None:
+            if dcg != "log2":
+                refuse("gains are defined for dcg='log2' only (pytrec_eval's relevance -> gain map)")
+            if not isinstance(gains, dict) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k in gains for v in (k, gains[k])):
+                refuse(f"gains must map labels >= 0 to integer gains >= 0 (pytrec_eval reads a gain as an "
+                       f"integer relevance label, and a negative one as judged non-relevant), got {gains!r}")
+        return Spec("ndcg", "exp" if dcg == "exp-log2" else "linear", cutoff,
+                    gains=tuple(sorted((gains or {}).items())), judged_only=judged_only)
+    rel = param("rel", 1)
+    if isinstance(rel, bool) or not isinstance(rel, int) or rel < 1:
+        refuse(f"rel must be an integer >= 1 (negative labels are never relevant, label 0 is judged "
+               f"non-relevant), got {rel!r}")
+    family, variant = ("mrr", "zero") if name == "RR" else ("hitrate", "query")
+    return Spec(family, variant, cutoff, rel=rel, judged_only=judged_only)
 
 
 @dataclass
@@ -83,23 +110,38 @@ class Values:
     returned: np.ndarray | None = None
 
 
+def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read`, or
+    the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`)."""
+    if hasattr(table, "layout"):  # reader columns: no pandas on this path
+        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value)
+    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
+            table[value].to_numpy())
+
+
 class QrelsIndex:
     """Qrels prepared once, reusable for any number of runs."""
 
-    def __init__(self, qrels: pd.DataFrame):
-        qids = qrels["query_id"].to_numpy(dtype=object)
-        self.qids = np.array(sorted(set(qids)), dtype=object)
-        self.query_index = pd.Index(self.qids)
-        self.q = self.query_index.get_indexer(qids).astype(np.int64)
-        doc_codes, doc_uniques = pd.factorize(qrels["doc_id"].to_numpy(dtype=object))
-        self.doc_values = pa.array(np.asarray(doc_uniques, dtype=object), type=pa.string())
+    def __init__(self, qrels):
+        qids, docs, rel = columns_of(qrels, "relevance")
+        uniques = qids.unique()
+        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
+        self.qids = np.array(self.qid_values.to_pylist(), dtype=object)
+        self.q = self.code_of(qids)
+        doc_codes, doc_uniques = factorize(docs)
+        self.doc_values = doc_uniques
         self.ndocs = max(len(doc_uniques), 1)
         keys = self.q * self.ndocs + doc_codes
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
-        self.rel = qrels["relevance"].to_numpy(dtype=np.int64)[order]
+        self.rel = np.asarray(rel, dtype=np.int64)[order]
         self.key_q = self.q[order]
         self._ideal_cache: dict = {}
+
+    def code_of(self, values) -> np.ndarray:
+        """Code (position in ``qids``) of each query id, -1 for ids not in the qrels."""
+        codes = pc.index_in(as_arrow_strings(values), value_set=self.qid_values).fill_null(-1)
+        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
 
     @property
     def nq(self) -> int:
@@ -230,14 +272,14 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def _join(index: QrelsIndex, run: pd.DataFrame, counts: list | None = None) -> _Rows:
+def _join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None) -> _Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
-    group, q_uniques, sizes = group_codes(run["query_id"].array)
-    q_map = index.query_index.get_indexer(pd.Index(q_uniques, dtype=object))
+    qids, docs, score = columns_of(run, "score")
+    score = score.astype(np.float64, copy=False)
+    group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
+    q_map = index.code_of(q_uniques)
     q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
-    docs = as_arrow_strings(run["doc_id"].array)
-    score = run["score"].to_numpy(dtype=np.float64)
     if counts is None:
         report_unmatched(int((q_map < 0).sum()), len(q_map))
     else:
@@ -313,13 +355,16 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        tied = docs.take(order[rows]).to_numpy(zero_copy_only=False)
-        doc_rank, _ = pd.factorize(tied, sort=True)  # codes follow string (code point = UTF-8 byte) order
+        tied = docs.take(order[rows])
+        if isinstance(tied, pa.ChunkedArray):
+            tied = tied.combine_chunks()
+        # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
+        doc_rank = pc.rank(tied, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
         order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
     return order
 
 
-def query_order(run: pd.DataFrame) -> np.ndarray:
+def query_order(run) -> np.ndarray:
     """Row positions of a run table in trec_eval's order (by query, score descending, doc id
     descending), as the engine ranks them."""
     group = group_codes(run["query_id"].array)[0]
@@ -349,81 +394,83 @@ def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
                      pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
 
 
-def _ndcg(index: QrelsIndex, rr: RankedRun, spec: Spec) -> Values:
-    gain = np.where(rr.judged, gain_of(rr.rel, spec), 0.0)
+def _ndcg(index: QrelsIndex, ranked: RankedRun, spec: Spec) -> Values:
+    gain = np.where(ranked.judged, gain_of(ranked.rel, spec), 0.0)
     if spec.ties == "average":
-        dcg = ties.ndcg_dcg(rr, gain, spec.cutoff)
+        dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
     else:
-        keep = rr.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(rr.q), dtype=bool)
-        dcg = np.bincount(rr.q[keep], weights=gain[keep] / np.log2(rr.rank[keep] + 2.0), minlength=rr.nq)
+        keep = ranked.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(ranked.q), dtype=bool)
+        dcg = np.bincount(ranked.q[keep], weights=gain[keep] / np.log2(ranked.rank[keep] + 2.0), minlength=ranked.nq)
     if spec.ideal == "run":
-        idcg = _ideal_dcg(rr.pool_q, gain_of(rr.pool_rel, spec), spec.cutoff, rr.nq)
+        idcg = _ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
     else:
         idcg = index.ideal_dcg(spec)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
 
-def _relevant_in_k(rr: RankedRun, spec: Spec) -> np.ndarray:
-    hit = rr.judged & (rr.rel >= spec.rel)
+def _relevant_in_k(ranked: RankedRun, spec: Spec) -> np.ndarray:
+    hit = ranked.judged & (ranked.rel >= spec.rel)
     if spec.cutoff is not None:
-        hit &= rr.rank < spec.cutoff
+        hit &= ranked.rank < spec.cutoff
     return hit
 
 
-def _hitrate(rr: RankedRun, spec: Spec) -> Values:
+def _hitrate(ranked: RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
-        relevant = rr.judged & (rr.rel >= spec.rel)
+        relevant = ranked.judged & (ranked.rel >= spec.rel)
         if spec.variant == "query":
-            return Values(ties.hit_probability(rr, relevant, spec.cutoff))
-        hits = ties.expected_hits(rr, relevant, spec.cutoff)
+            return Values(ties.hit_probability(ranked, relevant, spec.cutoff))
+        hits = ties.expected_hits(ranked, relevant, spec.cutoff)
     else:
-        hits = np.bincount(rr.q[_relevant_in_k(rr, spec)], minlength=rr.nq).astype(np.float64)
+        hits = np.bincount(ranked.q[_relevant_in_k(ranked, spec)], minlength=ranked.nq).astype(np.float64)
     if spec.variant == "query":
         return Values((hits > 0).astype(np.float64))
-    returned = rr.returned.astype(np.float64)
+    returned = ranked.returned.astype(np.float64)
     if spec.cutoff is not None:
         returned = np.minimum(returned, spec.cutoff)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Values(np.where(returned > 0, hits / returned, 0.0), hits=hits, returned=returned)
 
 
-def _mrr(rr: RankedRun, spec: Spec) -> Values:
+def _mrr(ranked: RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
-        relevant = rr.judged & (rr.rel >= spec.rel)
-        return Values(ties.reciprocal_rank(rr, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
-    hit = _relevant_in_k(rr, spec)
-    first = np.full(rr.nq, np.inf)
-    np.minimum.at(first, rr.q[hit], rr.rank[hit].astype(np.float64))
+        relevant = ranked.judged & (ranked.rel >= spec.rel)
+        return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
+    hit = _relevant_in_k(ranked, spec)
+    first = np.full(ranked.nq, np.inf)
+    np.minimum.at(first, ranked.q[hit], ranked.rank[hit].astype(np.float64))
     miss = 0.0 if spec.variant == "zero" else math.nan
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
 
-def compute(index: QrelsIndex, run: pd.DataFrame, specs: Iterable[Spec],
-            counts: list | None = None) -> dict[Spec, Values]:
+def compute(index: QrelsIndex, run, specs: Iterable[Spec],
+            counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
     setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are
-    reported in a warning, or counted into ``counts`` (see :func:`_join`)."""
+    reported in a warning, or counted into ``counts`` (see :func:`_join`). ``groups``, when
+    given, is ``columns.group_codes`` of the run's query ids, computed by the caller for its
+    own use too (the streaming evaluator), so that it is not computed twice."""
     specs = list(dict.fromkeys(specs))
-    rows = _join(index, run, counts)
+    rows = _join(index, run, counts, groups)
     if any(s.judged_only or s.ideal == "run" for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
-    ranked: dict[bool, RankedRun] = {}
+    by_judged: dict[bool, RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):
         mine = [s for s in specs if s.judged_only == judged_only]
         depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
-        ranked[judged_only] = _rank(subset, depth, index)
+        by_judged[judged_only] = _rank(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
-        rr = ranked[spec.judged_only]
+        ranked = by_judged[spec.judged_only]
         if spec.family == "ndcg":
-            out[spec] = _ndcg(index, rr, spec)
+            out[spec] = _ndcg(index, ranked, spec)
         elif spec.family == "hitrate":
-            out[spec] = _hitrate(rr, spec)
+            out[spec] = _hitrate(ranked, spec)
         elif spec.family == "mrr":
-            out[spec] = _mrr(rr, spec)
+            out[spec] = _mrr(ranked, spec)
         else:  # pragma: no cover - specs come from spec_of
             raise ValueError(f"unknown family {spec.family}")
     return out

@@ -20,7 +20,8 @@ import numbers
 from collections.abc import Iterable
 
 import ir_measures
-from ir_measures.measures.base import _NOT_PROVIDED, Agg, Measure, ParamInfo
+from ir_measures.measures.base import Measure, ParamInfo
+from ir_measures.providers.base import NOT_PROVIDED as _NOT_PROVIDED
 
 from .aggregate import ItemValue, MicroAgg, NanSkipMeanAgg
 
@@ -35,12 +36,28 @@ class PluginMeasure(Measure):
     FAMILY: str = ""
     VARIANT: str = ""
     TREC_EVAL: str = ""  # the trec_eval counterpart, for docs and crosscheck
-    CUTOFF_REQUIRED = False
 
-    def _param_repr(self, v):
-        if isinstance(v, dict):  # ir-measures drops entries whose key equals the value
-            return "{" + ",".join(f"{k!r}:{v[k]!r}" for k in sorted(v)) + "}"
-        return repr(v)
+    @property
+    def CUTOFF_REQUIRED(self) -> bool:  # noqa: N802 - reads like the class constants beside it
+        """Whether the measure needs a cutoff: from its ``cutoff`` parameter's ``required``."""
+        info = self.SUPPORTED_PARAMS.get("cutoff")
+        return bool(info is not None and info.required)
+
+    def __repr__(self) -> str:
+        """As ir-measures prints a measure (``Name(param=value)@cutoff``, defaults left out), but
+        a dict parameter prints every entry: ir-measures drops entries whose key equals the
+        value, so ``gains={2:2}`` would print (and compare) as ``gains={}``."""
+        def shown(v):
+            return "{" + ",".join(f"{k!r}:{v[k]!r}" for k in sorted(v)) + "}" if isinstance(v, dict) else repr(v)
+
+        def default(k):
+            info = self.SUPPORTED_PARAMS.get(k)
+            return None if info is None else info.default
+
+        params = ",".join(f"{k}={shown(v)}" for k, v in self.params.items()
+                          if k != self.AT_PARAM and (k not in self.SUPPORTED_PARAMS or v != default(k)))
+        name = f"{self.__name__}({params})" if params else self.__name__
+        return f"{name}@{self.params[self.AT_PARAM]}" if self.AT_PARAM in self.params else name
 
     def validate_params(self) -> None:
         if self.validated:
@@ -113,24 +130,19 @@ class _NDCG(PluginMeasure):
     SUPPORTED_PARAMS = _NDCG_PARAMS
 
 
-class _NDCG_lin(_NDCG):
-    __doc__ = _NDCG.__doc__
-    __name__ = "NDCG_lin"
-    NAME = __name__
-    VARIANT = "linear"
-    PRETTY_NAME = "NDCG with linear gain"
-    SHORT_DESC = "NDCG with gain = rel (trec_eval ndcg_cut)."
-    TREC_EVAL = "ndcg_cut.k (ndcg without cutoff)"
+def _variant(family: type, name: str, variant: str, pretty: str, short: str, trec_eval: str,
+             **extra) -> type:
+    """A measure class of a family: its name, its variant and its descriptions; ``extra``
+    adds class attributes (DEFAULT, aggregator). The family's docstring documents both."""
+    attrs = {"__doc__": family.__doc__, "__name__": name, "NAME": name, "VARIANT": variant,
+             "PRETTY_NAME": pretty, "SHORT_DESC": short, "TREC_EVAL": trec_eval, "__module__": __name__, **extra}
+    return type(f"_{name}", (family,), attrs)
 
 
-class _NDCG_exp(_NDCG):
-    __doc__ = _NDCG.__doc__
-    __name__ = "NDCG_exp"
-    NAME = __name__
-    VARIANT = "exp"
-    PRETTY_NAME = "NDCG with exponential gain"
-    SHORT_DESC = "NDCG with gain = 2^rel - 1 (Burges et al.)."
-    TREC_EVAL = "ndcg_cut.k on qrels mapped rel -> 2^rel - 1"
+_NDCG_lin = _variant(_NDCG, "NDCG_lin", "linear", "NDCG with linear gain",
+                     "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)")
+_NDCG_exp = _variant(_NDCG, "NDCG_exp", "exp", "NDCG with exponential gain",
+                     "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1")
 
 
 _CUT_REL_PARAMS = {
@@ -157,32 +169,16 @@ class _HitRate(PluginMeasure):
     returned for q. A query with no returned docs adds nothing to the micro average.
     """
     FAMILY = "hitrate"
-    CUTOFF_REQUIRED = True
     SUPPORTED_PARAMS = _CUT_REL_PARAMS
 
 
-class _HitRate_query(_HitRate):
-    __doc__ = _HitRate.__doc__
-    __name__ = "HitRate"
-    NAME = __name__
-    VARIANT = "query"
-    PRETTY_NAME = "Hit rate (query level)"
-    SHORT_DESC = "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k)."
-    TREC_EVAL = "success.k with -l rel"
-
-
-class _HitRate_item(_HitRate):
-    __doc__ = _HitRate.__doc__
-    __name__ = "HitRate_item"
-    NAME = __name__
-    VARIANT = "item"
-    PRETTY_NAME = "Hit rate (item level)"
-    SHORT_DESC = "Relevant docs in the top k over docs in the top k, micro-averaged over all queries."
-    TREC_EVAL = "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)"
-    DEFAULT = ItemValue(0, 0)
-
-    def aggregator(self) -> Agg:
-        return MicroAgg()
+_HitRate_query = _variant(_HitRate, "HitRate", "query", "Hit rate (query level)",
+                          "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k).",
+                          "success.k with -l rel")
+_HitRate_item = _variant(_HitRate, "HitRate_item", "item", "Hit rate (item level)",
+                         "Relevant docs in the top k over docs in the top k, micro-averaged over all queries.",
+                         "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)",
+                         DEFAULT=ItemValue(0, 0), aggregator=lambda self: MicroAgg())
 
 
 class _MRR(PluginMeasure):
@@ -196,32 +192,16 @@ class _MRR(PluginMeasure):
                 queries that have a value, NaN with a warning when none has
     """
     FAMILY = "mrr"
-    CUTOFF_REQUIRED = True
     SUPPORTED_PARAMS = _CUT_REL_PARAMS
 
 
-class _MRR_zero(_MRR):
-    __doc__ = _MRR.__doc__
-    __name__ = "MRR_zero"
-    NAME = __name__
-    VARIANT = "zero"
-    PRETTY_NAME = "MRR, misses count 0"
-    SHORT_DESC = "Reciprocal rank of the first relevant doc in the top k, 0 if none; mean over all queries."
-    TREC_EVAL = "recip_rank with -M k"
-
-
-class _MRR_ignore(_MRR):
-    __doc__ = _MRR.__doc__
-    __name__ = "MRR_ignore"
-    NAME = __name__
-    VARIANT = "ignore"
-    PRETTY_NAME = "MRR, misses left out"
-    SHORT_DESC = "Reciprocal rank of the first relevant doc in the top k; queries without one are left out."
-    TREC_EVAL = "recip_rank with -M k, averaged over queries with recip_rank > 0"
-    DEFAULT = float("nan")
-
-    def aggregator(self) -> Agg:
-        return NanSkipMeanAgg(str(self))
+_MRR_zero = _variant(_MRR, "MRR_zero", "zero", "MRR, misses count 0",
+                     "Reciprocal rank of the first relevant doc in the top k, 0 if none; mean over all queries.",
+                     "recip_rank with -M k")
+_MRR_ignore = _variant(_MRR, "MRR_ignore", "ignore", "MRR, misses left out",
+                       "Reciprocal rank of the first relevant doc in the top k; queries without one are left out.",
+                       "recip_rank with -M k, averaged over queries with recip_rank > 0",
+                       DEFAULT=float("nan"), aggregator=lambda self: NanSkipMeanAgg(str(self)))
 
 
 def parse_measures(strings: Iterable[str]) -> list:

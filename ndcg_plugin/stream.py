@@ -27,6 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, reading
+from .columns import group_codes
+from .reading.duplicates import resolve_duplicates
+from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
 from .reading.sources import BLOCK_BYTES, blocks, parse_blocks, source_name
 
@@ -55,10 +58,19 @@ def _split(p: Parsed, at: int) -> tuple[Parsed, Parsed]:
 
 
 def _last_query_start(qids: pa.ChunkedArray | pa.Array) -> int:
-    """Row where the trailing run of the last query id begins."""
-    last = qids[len(qids) - 1]
-    other = np.flatnonzero(~pc.equal(qids, last).to_numpy(zero_copy_only=False))
-    return int(other[-1]) + 1 if len(other) else 0
+    """Row where the trailing run of the last query id begins (looked for from the end, in
+    growing slices: a query is usually a small part of a block)."""
+    n = len(qids)
+    last = qids[n - 1]
+    width = 4096
+    end = n
+    while end > 0:
+        lo = max(0, end - width)
+        other = np.flatnonzero(~pc.equal(qids.slice(lo, end - lo), last).to_numpy(zero_copy_only=False))
+        if len(other):
+            return lo + int(other[-1]) + 1
+        end, width = lo, width * 4
+    return 0
 
 
 def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
@@ -74,6 +86,11 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield done
     if pending is not None and len(pending):
         yield pending
+
+
+def _no_rows() -> Parsed:
+    none = pa.array([], type=pa.large_string())
+    return Parsed(LAYOUTS["trec"], none, none, np.zeros(0), np.zeros(0, dtype=np.int64))
 
 
 def _merge(out: dict, part: dict, present: np.ndarray) -> None:
@@ -98,12 +115,13 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
     try:
         return _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress)
     except _Regrouped:
-        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source)
+        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source,
+                             progress=progress)
         return engine.compute(index, table, specs)
 
 
 def _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress) -> dict:
-    empty = engine.compute(index, reading.memory.empty("run"), specs, counts=[])
+    empty = engine.compute(index, _no_rows(), specs, counts=[])
     out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                             None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
     seen: set[str] = set()
@@ -113,20 +131,22 @@ def _stream(index, run, source, specs, run_format, duplicates, block_bytes, prog
     pieces = parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format)
     for part in complete_queries(pieces):
         any_rows = True
-        uniques = pc.unique(part.query_id).to_pylist()
-        if not seen.isdisjoint(uniques):
+        groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
+        names = groups[1].to_pylist()
+        if not seen.isdisjoint(names):
             raise _Regrouped()
-        seen.update(uniques)
+        seen.update(names)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
-        table = reading.to_table([part], "run")
         try:
-            table = reading.resolve_duplicates(table, "run", duplicates, source)
+            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0])
         except reading.InputError as e:
             pending_error = e
             continue
-        values = engine.compute(index, table, specs, counts=counts)
-        present = index.query_index.get_indexer(np.asarray(uniques, dtype=object))
+        if len(table) != len(part):
+            groups = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
+        values = engine.compute(index, table, specs, counts=counts, groups=groups)
+        present = index.code_of(names)
         _merge(out, values, present[present >= 0])
     if not any_rows:
         raise reading.InputError(source, None, "no run lines found: the input is empty")

@@ -40,56 +40,56 @@ def tie_groups(q: np.ndarray, score: np.ndarray) -> np.ndarray:
     return np.cumsum(new) - 1
 
 
-def _groups(rr, k: int | None, relevant: np.ndarray):
-    tg = tie_groups(rr.q, rr.score)
+def _groups(ranked, k: int | None, relevant: np.ndarray):
+    tg = tie_groups(ranked.q, ranked.score)
     ng = int(tg.max()) + 1 if len(tg) else 0
-    in_k = np.ones(len(tg), dtype=bool) if k is None else rr.rank < k
+    in_k = np.ones(len(tg), dtype=bool) if k is None else ranked.rank < k
     size = np.bincount(tg, minlength=ng).astype(np.float64)
     start = np.full(ng, np.iinfo(np.int64).max)
-    np.minimum.at(start, tg, rr.rank)
+    np.minimum.at(start, tg, ranked.rank)
     first_row = np.r_[0, np.flatnonzero(np.diff(tg)) + 1] if len(tg) else np.zeros(0, dtype=np.int64)
-    q_of = rr.q[first_row]
+    q_of = ranked.q[first_row]
     m = np.bincount(tg, weights=in_k.astype(np.float64), minlength=ng)
     r = np.bincount(tg, weights=relevant.astype(np.float64), minlength=ng)
     return tg, size, start, q_of, m, r
 
 
-def ndcg_dcg(rr, gain: np.ndarray, k: int | None) -> np.ndarray:
+def ndcg_dcg(ranked, gain: np.ndarray, k: int | None) -> np.ndarray:
     """E[DCG@k] per query."""
-    tg, size, _, q_of, _, _ = _groups(rr, k, np.zeros(len(rr.q), dtype=bool))
-    in_k = np.ones(len(tg), dtype=bool) if k is None else rr.rank < k
-    disc = np.where(in_k, 1.0 / np.log2(rr.rank + 2.0), 0.0)
+    tg, size, _, q_of, _, _ = _groups(ranked, k, np.zeros(len(ranked.q), dtype=bool))
+    in_k = np.ones(len(tg), dtype=bool) if k is None else ranked.rank < k
+    disc = np.where(in_k, 1.0 / np.log2(ranked.rank + 2.0), 0.0)
     mean_gain = np.bincount(tg, weights=gain, minlength=len(size)) / np.maximum(size, 1)
     disc_sum = np.bincount(tg, weights=disc, minlength=len(size))
-    return np.bincount(q_of, weights=mean_gain * disc_sum, minlength=rr.nq)
+    return np.bincount(q_of, weights=mean_gain * disc_sum, minlength=ranked.nq)
 
 
-def expected_hits(rr, relevant: np.ndarray, k: int) -> np.ndarray:
+def expected_hits(ranked, relevant: np.ndarray, k: int) -> np.ndarray:
     """E[number of relevant docs in the top k] per query."""
-    _, size, _, q_of, m, r = _groups(rr, k, relevant)
-    return np.bincount(q_of, weights=r * m / np.maximum(size, 1), minlength=rr.nq).astype(np.float64)
+    _, size, _, q_of, m, r = _groups(ranked, k, relevant)
+    return np.bincount(q_of, weights=r * m / np.maximum(size, 1), minlength=ranked.nq).astype(np.float64)
 
 
-def hit_probability(rr, relevant: np.ndarray, k: int) -> np.ndarray:
+def hit_probability(ranked, relevant: np.ndarray, k: int) -> np.ndarray:
     """P(at least one relevant doc in the top k) per query."""
-    _, size, _, q_of, m, r = _groups(rr, k, relevant)
+    _, size, _, q_of, m, r = _groups(ranked, k, relevant)
     sure = (size - r) < m  # the group's slots in the top k cannot all be non-relevant
     safe_m = np.where(sure, 0, m)
     log_p0 = np.where(sure, 0.0, _log_comb(size - r, safe_m) - _log_comb(size, safe_m))
-    any_sure = np.bincount(q_of, weights=sure.astype(np.float64), minlength=rr.nq) > 0
-    p_none = np.exp(np.bincount(q_of, weights=log_p0, minlength=rr.nq))
+    any_sure = np.bincount(q_of, weights=sure.astype(np.float64), minlength=ranked.nq) > 0
+    p_none = np.exp(np.bincount(q_of, weights=log_p0, minlength=ranked.nq))
     return np.where(any_sure, 1.0, 1.0 - p_none)
 
 
-def reciprocal_rank(rr, relevant: np.ndarray, k: int | None, ignore: bool) -> np.ndarray:
+def reciprocal_rank(ranked, relevant: np.ndarray, k: int | None, ignore: bool) -> np.ndarray:
     """E[RR@k] per query (MRR_zero), or E[RR@k | hit] with NaN when P(hit) = 0 (MRR_ignore)."""
-    tg, size, start, q_of, _, r = _groups(rr, None, relevant)
-    out = np.zeros(rr.nq)
-    p_hit = np.zeros(rr.nq)
+    tg, size, start, q_of, _, r = _groups(ranked, None, relevant)
+    out = np.zeros(ranked.nq)
+    p_hit = np.zeros(ranked.nq)
     has = r > 0
     if has.any():
         groups = np.flatnonzero(has)
-        first = np.full(rr.nq, -1)
+        first = np.full(ranked.nq, -1)
         # the first group with a relevant doc, per query (groups are numbered in rank order)
         order = np.argsort(groups, kind="stable")
         gq = q_of[groups[order]]
@@ -99,14 +99,14 @@ def reciprocal_rank(rr, relevant: np.ndarray, k: int | None, ignore: bool) -> np
         rows = np.flatnonzero(np.isin(tg, chosen))  # every position of each chosen group
         g = tg[rows]
         n, R = size[g], r[g]
-        j = (rr.rank[rows] - start[g]).astype(np.float64)
+        j = (ranked.rank[rows] - start[g]).astype(np.float64)
         ok = (n - 1 - j) >= (R - 1)
         log_p = np.where(ok, _log_comb(np.where(ok, n - 1 - j, 0), np.maximum(R - 1, 0)) - _log_comb(n, R), -np.inf)
         p = np.exp(log_p)
-        within = np.ones(len(rows), dtype=bool) if k is None else rr.rank[rows] < k
-        q_rows = rr.q[rows]
-        out = np.bincount(q_rows, weights=np.where(within, p / (rr.rank[rows] + 1.0), 0.0), minlength=rr.nq)
-        p_hit = np.bincount(q_rows, weights=np.where(within, p, 0.0), minlength=rr.nq)
+        within = np.ones(len(rows), dtype=bool) if k is None else ranked.rank[rows] < k
+        q_rows = ranked.q[rows]
+        out = np.bincount(q_rows, weights=np.where(within, p / (ranked.rank[rows] + 1.0), 0.0), minlength=ranked.nq)
+        p_hit = np.bincount(q_rows, weights=np.where(within, p, 0.0), minlength=ranked.nq)
     if not ignore:
         return out
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -36,7 +36,8 @@ SEED_MAP = {
     "msmarco-passage/dev/small/qrels": "qrels.dev-small.txt",
     "msmarco-passage/dev/small/queries.tsv": "queries.dev-small.tsv",
     "msmarco-passage/trec-dl-2019/qrels": "qrels.dl19-passage.txt",
-    "msmarco-passage/trec-dl-2019/queries.tsv": "queries.dl19-passage.tsv",
+    # not msmarco-passage/trec-dl-2019/queries.tsv: ir-datasets expects the 200 official queries
+    # there (the 43-query file would damage msmarco-passage/trec-dl-2019); evaluation needs none
 }
 IRDS_HOME = Path(tempfile.mkdtemp(prefix="ndcg-plugin-irds-"))
 atexit.register(shutil.rmtree, IRDS_HOME, True)

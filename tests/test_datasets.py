@@ -6,6 +6,7 @@ import gzip
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,30 +39,122 @@ def test_load_qrels_by_id_through_ir_datasets():
 
 
 def test_seed_then_info_on_a_fresh_home(tmp_path):
-    qrels, queries = msmarco_file("qrels.dl19-passage.txt"), msmarco_file("queries.dl19-passage.tsv")
+    qrels = msmarco_file("qrels.dl19-passage.txt")
     before = cli(tmp_path, "datasets", "info", DL19)
     assert before.returncode == 0 and "qrels: MISSING" in before.stdout
-    proc = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(qrels), "--queries", str(queries))
+    proc = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(qrels))
     assert proc.returncode == 0, proc.stderr
-    assert "md5 2f4be390198da108f6845c822e5ada14 matches ir-datasets" in proc.stdout
+    assert "md5 2f4be390198da108f6845c822e5ada14 is the official 2019qrels-pass.txt" in proc.stdout
     assert (tmp_path / "msmarco-passage/trec-dl-2019/qrels").read_bytes() == qrels.read_bytes()
     info = cli(tmp_path, "datasets", "info", DL19)
     assert info.returncode == 0, info.stderr
     assert "official measures: nDCG@10 RR(rel=2) AP(rel=2)" in info.stdout
     assert "9260 judgments, 43 queries, relevance levels {0: 5158, 1: 1601, 2: 1804, 3: 697}" in info.stdout
-    assert "43 queries" in info.stdout
     run = cli(tmp_path, "eval", DL19, str(msmarco_file("run.dl19-passage.bm25.trec")), "nDCG@10")
     assert run.stdout == "nDCG@10\t0.5058\n"
+
+
+def official_dl19_queries(tmp_path) -> Path:
+    """A stand-in for the official msmarco-test2019-queries.tsv: 200 queries, the count
+    ir-datasets records for msmarco-passage/trec-dl-2019 (its md5 is of the .gz, not in shared/)."""
+    path = tmp_path / "msmarco-test2019-queries.tsv"
+    path.write_text("".join(f"{1000 + i}\tquery number {i}\n" for i in range(200)))
+    return path
+
+
+def test_seed_judged_with_the_43_query_file_is_refused_and_damages_nothing(tmp_path):
+    home = tmp_path / "home"
+    proc = cli(home, "datasets", "seed", DL19, "--queries", str(msmarco_file("queries.dl19-passage.tsv")))
+    assert_one_line_error(proc, "43 queries, but ir-datasets records 200 for msmarco-passage/trec-dl-2019",
+                          "msmarco-test2019-queries.tsv.gz", "queries are optional for evaluation")
+    assert not (home / "msmarco-passage/trec-dl-2019/queries.tsv").exists()
+    queries = str(msmarco_file("queries.dl19-passage.tsv"))
+    assert_one_line_error(cli(home, "datasets", "seed", DL19, "--queries", queries, "--force"), "not even with --force")
+    assert not (home / "msmarco-passage/trec-dl-2019/queries.tsv").exists()
+
+
+def test_seed_judged_accepts_the_official_200_query_file_and_the_parent_keeps_200(tmp_path):
+    home = tmp_path / "home"
+    proc = cli(home, "datasets", "seed", DL19, "--queries", str(official_dl19_queries(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    assert "200 queries, count matches" in proc.stdout
+    count = subprocess.run([sys.executable, "-c", "import ir_datasets; print(sum(1 for _ in ir_datasets.load("
+                            "'msmarco-passage/trec-dl-2019').queries_iter()))"], capture_output=True, text=True,
+                           env={**os.environ, "IR_DATASETS_HOME": str(home)})
+    assert count.stdout.strip() == "200", count.stderr
+
+
+def test_seed_official_dl2020_queries_for_the_judged_id(tmp_path):
+    plain = tmp_path / "msmarco-test2020-queries.tsv"
+    plain.write_text("".join(f"{2000 + i}\tquery {i}\n" for i in range(200)))
+    home = tmp_path / "home"
+    proc = cli(home, "datasets", "seed", "msmarco-passage/trec-dl-2020/judged", "--queries", str(plain))
+    assert proc.returncode == 0, proc.stderr
+    assert gzip.decompress((home / "msmarco-passage/trec-dl-2020/queries.tsv.gz").read_bytes()) == plain.read_bytes()
+
+
+def test_seed_accepts_a_crlf_copy_of_the_official_qrels_once_normalised(tmp_path):
+    crlf = tmp_path / "qrels.crlf"
+    original = msmarco_file("qrels.dl19-passage.txt").read_bytes()
+    crlf.write_bytes(original.replace(b"\n", b"\r\n"))
+    proc = cli(tmp_path / "home", "datasets", "seed", DL19, "--qrels", str(crlf))
+    assert proc.returncode == 0, proc.stderr
+    assert "CRLF line ends made LF: md5 2f4be390198da108f6845c822e5ada14 then matches" in proc.stdout
+    assert (tmp_path / "home/msmarco-passage/trec-dl-2019/qrels").read_bytes() == original
+
+
+def test_seed_writes_through_a_temporary_file_with_readable_permissions(tmp_path):
+    # in a process of its own: ir-datasets reads IR_DATASETS_HOME once, at import
+    script = f"""
+import os
+from ndcg_plugin import datasets
+os.umask(0o022)
+placed = list(datasets.seed({DL19!r}, qrels={str(msmarco_file("qrels.dl19-passage.txt"))!r}))
+print(oct(placed[0].path.stat().st_mode & 0o777), sorted(p.name for p in placed[0].path.parent.iterdir()))
+def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+os.replace = interrupted
+target = datasets.locate("msmarco-passage/dev/small", "qrels").path
+try:
+    list(datasets.seed("msmarco-passage/dev/small", qrels={str(msmarco_file("qrels.dev-small.txt"))!r}))
+except KeyboardInterrupt:
+    print(target.exists(), sorted(os.listdir(target.parent)))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "IR_DATASETS_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 0, proc.stderr
+    permissions, interrupted = proc.stdout.splitlines()
+    assert permissions == "0o644 ['qrels']"  # readable by others; no temporary file left
+    assert interrupted == "False []"  # an interrupted seed leaves nothing, not even half a file
+
+
+def test_seed_reports_what_it_placed_before_an_error(tmp_path):
+    proc = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(msmarco_file("qrels.dl19-passage.txt")),
+               "--queries", str(msmarco_file("queries.dl19-passage.tsv")))
+    assert proc.returncode == 2
+    assert "qrels: placed" in proc.stdout
+    assert "placed before this error: the qrels at" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_private_ir_datasets_layout_is_read_as_the_pinned_version_has_it():
+    # datasets._layout is the one place that reads ir-datasets' private attributes
+    import ir_datasets
+    for dataset_id, kind, wrapped in [(DL19, "queries", True), (DL19, "qrels", False),
+                                      ("msmarco-passage/dev/small", "qrels", False)]:
+        found = datasets._layout(datasets._handler(dataset_id, kind))
+        assert found is not None and found[1] is wrapped, (ir_datasets.__version__, dataset_id, kind)
+    target = datasets.locate(DL19, "queries")
+    assert target.owner == "msmarco-passage/trec-dl-2019" and target.download == "msmarco-test2019-queries.tsv.gz"
 
 
 def test_seed_refuses_a_wrong_file_unless_forced(tmp_path):
     wrong = msmarco_file("qrels.dev-small.txt")
     proc = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(wrong))
-    assert_one_line_error(proc, "md5 521ff630abe77a3e120417565ff025f1 differs from the "
-                                "2f4be390198da108f6845c822e5ada14 ir-datasets records", "--force")
+    assert_one_line_error(proc, "md5 521ff630abe77a3e120417565ff025f1 is not what ir-datasets records",
+                          "a file with md5 2f4be390198da108f6845c822e5ada14", "--force")
     assert not (tmp_path / "msmarco-passage/trec-dl-2019/qrels").exists()
     forced = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(wrong), "--force")
-    assert forced.returncode == 0 and "placed anyway (--force)" in forced.stdout
+    assert forced.returncode == 0 and "(--force)" in forced.stdout
 
 
 def test_seed_without_recorded_md5_checks_counts(tmp_path):
@@ -72,7 +165,7 @@ def test_seed_without_recorded_md5_checks_counts(tmp_path):
     short = tmp_path / "short.qrels"
     short.write_text("\n".join(msmarco_file("qrels.dev-small.txt").read_text().splitlines()[:100]) + "\n")
     proc = cli(tmp_path / "other", "datasets", "seed", "msmarco-passage/dev/small", "--qrels", str(short))
-    assert_one_line_error(proc, "100 judgments, but ir-datasets records 7437")
+    assert_one_line_error(proc, "100 judgments, 93 queries, but ir-datasets records 7437 judgments")
 
 
 def test_seed_gzips_a_plain_file_that_ir_datasets_reads_gzipped(tmp_path):
@@ -82,7 +175,7 @@ def test_seed_gzips_a_plain_file_that_ir_datasets_reads_gzipped(tmp_path):
     home = tmp_path / "home"
     proc = cli(home, "datasets", "seed", "msmarco-passage/trec-dl-2020", "--queries", str(plain))
     assert proc.returncode == 0, proc.stderr
-    assert "transformed (gzipped), so checked by content: 200 queries, count matches" in proc.stdout
+    assert "checked by content: 200 queries, count matches" in proc.stdout
     placed = home / "msmarco-passage/trec-dl-2020/queries.tsv.gz"
     assert gzip.decompress(placed.read_bytes()).decode() == plain.read_text()
     info = cli(home, "datasets", "info", "msmarco-passage/trec-dl-2020")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import pickle
 
 import ir_measures
@@ -49,8 +50,10 @@ def test_registered_with_ir_measures():
     for name in NAMES:
         assert name in ir_measures.measures.registry
     assert "ndcg_plugin" in ir_measures.providers.registry
-    view = ir_measures.DefaultPipeline.providers[0]
+    # last in the pipeline, serving the six measures only: built-ins keep their providers
+    view = ir_measures.DefaultPipeline.providers[-1]
     assert view.NAME == "ndcg_plugin" and view.provider is ir_measures.providers.registry["ndcg_plugin"]
+    assert not view.serve_builtins
     # ir-measures 0.4.3 has parse_measure only; ndcg_plugin.parse_measures parses several at once
     assert ndcg_plugin.parse_measures(["NDCG_exp@10 nDCG@10", "AP", "NDCG_exp@10"]) == [
         NDCG_exp @ 10, ir_measures.nDCG @ 10, ir_measures.AP]
@@ -80,6 +83,7 @@ def test_registering_over_a_foreign_measure_is_refused(monkeypatch):
     ("HitRate(foo=1)@3", "unknown parameter.*valid parameters: cutoff"),
     ("NDCG_lin(ideal='best')@3", "ideal must be one of"),
     ("MRR_zero(rel=0)@3", "rel must be >= 1"),
+    (HitRate(rel=-1) @ 3, "rel must be >= 1"),
     ("MRR_zero(rel='2')@3", "rel must be of type int"),
     (NDCG_exp(gains={-1: 2}) @ 3, "gains keys"),
     ("NDCG_exp(gains={1:'x'})@3", "gains values"),
@@ -107,3 +111,22 @@ def test_item_value_pickles_and_aggregates():
     assert agg.result() == 4 / 5
     with pytest.raises(TypeError, match="micro average"):
         agg.add(0.5)
+
+
+def test_accepted_rel_and_gains_values():
+    # rel: an integer >= 1 (rel=0 would count judged non-relevant docs, a negative rel negative
+    # labels, which are never relevant); gains: labels >= 0 to any finite number
+    for m in (HitRate(rel=1) @ 3, MRR_zero(rel=3) @ 3, NDCG_lin(gains={0: 0.5, 1: -1, 3: 2.5}) @ 3):
+        m.validate_params()
+    for bad in (NDCG_lin(gains={-1: 2}) @ 3, NDCG_lin(gains={1: float("inf")}) @ 3, NDCG_lin(gains={1: True}) @ 3,
+                HitRate(rel=True) @ 3):
+        with pytest.raises(ValueError):
+            bad.validate_params()
+    # a negative gain lowers DCG; the ideal ranking holds positive gains only. Docs a (label 1,
+    # gain -1) at rank 1 and b (label 2, gain 2) at rank 2:
+    # DCG = -1/log2(2) + 2/log2(3); IDCG = 2/log2(2)
+    qrels = {"q": {"a": 1, "b": 2}}
+    run = {"q": {"a": 2.0, "b": 1.0}}
+    m = NDCG_lin(gains={1: -1}) @ 2
+    expected = (-1 + 2 / math.log2(3)) / 2
+    assert ir_measures.calc_aggregate([m], qrels, run)[m] == pytest.approx(expected, abs=1e-15)

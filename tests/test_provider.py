@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import ir_measures
 import pandas as pd
@@ -79,11 +80,36 @@ def test_calc_returns_aggregate_and_per_query():
     assert NDCG_lin.calc_aggregate(qrels, run) == 0.5
 
 
-def test_integer_query_ids_in_a_dataframe_become_strings():
+def test_one_id_type_when_mixed_with_builtins():
+    # pandas.read_csv gives integer ids: the plugin yields them as given, as the msmarco provider
+    # (RR@10) sees them, so each query appears once, with one id type (issue 9, item 4)
     qrels = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "b"], "relevance": [1, 1]})
     run = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "x"], "score": [1.0, 1.0]})
-    res = list(ir_measures.iter_calc([HitRate @ 1], qrels, run))
-    assert sorted((m.query_id, m.value) for m in res) == [("1", 1.0), ("2", 0.0)]
+    res = list(ir_measures.iter_calc([HitRate @ 1, ir_measures.RR @ 10], qrels, run))
+    assert sorted((m.query_id, str(m.measure), m.value) for m in res) == [
+        (1, "HitRate@1", 1.0), (1, "RR@10", 1.0), (2, "HitRate@1", 0.0), (2, "RR@10", 0.0)]
+    assert {type(m.query_id) for m in res} == {int}
+    # RR@10 = mean(1, 0), hand computed; the string-id twin gives the same aggregate
+    agg = ir_measures.calc_aggregate([HitRate @ 1, ir_measures.RR @ 10], qrels, run)
+    as_str = ir_measures.calc_aggregate([HitRate @ 1, ir_measures.RR @ 10], qrels.astype({"query_id": str}),
+                                        run.astype({"query_id": str}))
+    assert agg == as_str == {HitRate @ 1: 0.5, ir_measures.RR @ 10: 0.5}
+
+
+def test_integer_ids_in_a_dict_or_namedtuples_are_yielded_as_given():
+    qrels = {7: {"a": 1}, "x": {"b": 1}}
+    run = {7: {"a": 1.0}, "x": {"c": 1.0}}
+    got = {m.query_id: m.value for m in ir_measures.iter_calc([MRR_zero @ 5], qrels, run)}
+    assert got == {7: 1.0, "x": 0.0}
+    tuples = [ir_measures.Qrel(7, "a", 1), ir_measures.Qrel(8, "b", 1)]
+    got = {m.query_id: m.value for m in ir_measures.iter_calc([MRR_zero @ 5], tuples, run)}
+    assert got == {7: 1.0, 8: 0.0}
+
+
+def test_integer_and_string_ids_of_one_query_are_refused():
+    qrels = {1: {"a": 1}, "1": {"b": 1}}
+    with pytest.raises(ndcg_plugin.InputError, match="both query '1'; give every query id one type"):
+        ir_measures.calc_aggregate([HitRate @ 1], qrels, {"1": {"a": 1.0}})
 
 
 def test_float_ids_are_refused_with_a_clear_message():
@@ -113,3 +139,154 @@ def test_plugin_measures_mixed_with_builtins_through_default_pipeline():
     assert res[NDCG_lin @ 2] == pytest.approx(res[ir_measures.nDCG @ 2])
     assert res[MRR_zero(rel=2) @ 2] == pytest.approx(res[ir_measures.RR(rel=2)])
     assert res[HitRate(rel=2) @ 1] == res[ir_measures.Success(rel=2) @ 1]
+
+
+@pytest.fixture
+def serving_builtins():
+    ndcg_plugin.register(serve_builtins=True)
+    yield
+    ndcg_plugin.register()
+
+
+NEAR_TIE = ([ir_measures.Qrel("q", "a", 1), ir_measures.Qrel("q", "b", 0)],
+            [ir_measures.ScoredDoc("q", "a", 0.30000000000000004), ir_measures.ScoredDoc("q", "b", 0.3)])
+
+
+def test_builtins_are_not_served_by_default():
+    view = ir_measures.DefaultPipeline.providers[-1]
+    assert view.NAME == "ndcg_plugin"
+    assert not any(view.supports(m) for m in (ir_measures.nDCG @ 10, ir_measures.RR, ir_measures.Success @ 1))
+    # pytrec_eval, as without the plugin: equal at single precision, so a tie broken by doc id: b first
+    assert ir_measures.calc_aggregate([ir_measures.RR], *NEAR_TIE)[ir_measures.RR] == 0.5
+
+
+def test_serving_builtins_is_opt_in_and_undone_by_register(serving_builtins):
+    assert ir_measures.DefaultPipeline.providers[0].NAME == "ndcg_plugin"
+    # the plugin compares 64-bit scores, as the trec_eval 10.0 binary does: a ranks first
+    assert ir_measures.calc_aggregate([ir_measures.RR], *NEAR_TIE)[ir_measures.RR] == 1.0
+    # a parameter the plugin refuses stays with pytrec_eval, which raises as without the plugin
+    with pytest.raises(TypeError, match="relevance_level should be positive"):
+        ir_measures.calc_aggregate([ir_measures.RR(rel=0)], *NEAR_TIE)
+    ndcg_plugin.register()
+    assert ir_measures.DefaultPipeline.providers[-1].NAME == "ndcg_plugin"
+    assert sum(p.NAME == "ndcg_plugin" for p in ir_measures.DefaultPipeline.providers) == 1
+    assert ir_measures.calc_aggregate([ir_measures.RR], *NEAR_TIE)[ir_measures.RR] == 0.5
+
+
+@pytest.mark.parametrize("measure,message", [
+    (ir_measures.RR(rel=0), "rel must be an integer >= 1"),
+    (ir_measures.RR(rel=-1), "rel must be an integer >= 1"),
+    (ir_measures.nDCG @ 0, "cutoff must be a positive integer"),
+    (ir_measures.nDCG(gains={-1: 2}), "gains must map labels >= 0 to integer gains >= 0"),
+    (ir_measures.nDCG(gains={1: -1, 2: 2}), "gains must map labels >= 0 to integer gains >= 0"),
+    (ir_measures.nDCG(gains={1: 0.5}), "gains must map labels >= 0 to integer gains >= 0"),
+    (ir_measures.nDCG(dcg="exp-log2", gains={1: 2}), "gains are defined for dcg='log2' only"),
+    (ir_measures.Success @ 0, "cutoff must be a positive integer"),
+    (ir_measures.AP, "does not compute AP"),
+])
+def test_provider_by_name_refuses_parameters_it_would_compute_differently(measure, message):
+    provider = ir_measures.providers.registry["ndcg_plugin"]
+    assert not provider.supports(measure)
+    with pytest.raises(ValueError, match=message):
+        provider.calc_aggregate([measure], {"q": {"a": 1}}, {"q": {"a": 1.0}})
+
+
+def test_qrels_query_without_judgments_counts_as_a_query_without_relevant_docs():
+    qrels = {"q1": {"a": 1}, "q2": {}}
+    run = {"q1": {"a": 1.0}, "q2": {"x": 1.0, "y": 0.5}}
+    measures = [NDCG_lin, NDCG_exp @ 5, HitRate @ 1, HitRate_item @ 1, MRR_zero @ 5, MRR_ignore @ 5]
+    per_query = {(m.query_id, m.measure): m.value for m in ir_measures.iter_calc(measures, qrels, run)}
+    assert {q for q, _ in per_query} == {"q1", "q2"}
+    for m in measures[:5]:
+        assert (per_query[("q1", m)], per_query[("q2", m)]) == (1.0, 0.0)
+    assert math.isnan(per_query[("q2", MRR_ignore @ 5)])
+    agg = ir_measures.calc_aggregate(measures + [ir_measures.nDCG], qrels, run)
+    # q2 in the denominator, as pytrec_eval counts it (nDCG, computed by pytrec_eval: 0.5)
+    assert agg[ir_measures.nDCG] == agg[NDCG_lin] == agg[HitRate @ 1] == agg[MRR_zero @ 5] == 0.5
+    assert agg[HitRate_item @ 1] == 0.5  # 1 hit over min(1, 1) + min(1, 2) docs
+    assert agg[MRR_ignore @ 5] == 1.0
+    # and it is not a run query "absent from the qrels"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ir_measures.calc_aggregate(measures, qrels, run)
+
+
+def test_warns_at_most_once_per_evaluation():
+    qrels = {"q1": {"a": 1}}
+    run = {"q1": {"a": 1.0}, "q2": {"x": 1.0}, "q3": {"y": 1.0}}
+    for call in (ir_measures.calc_aggregate, ir_measures.iter_calc, ir_measures.calc):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = call([NDCG_lin @ 3, HitRate @ 1, MRR_zero @ 2, ir_measures.P @ 1], qrels, run)
+            list(result) if call is ir_measures.iter_calc else result
+        assert [str(w.message) for w in caught] == [
+            "2 of 3 run queries are not in the qrels and are ignored, as trec_eval ignores them"]
+        assert caught[0].category is RuntimeWarning
+
+
+def test_served_rr_at_k_orders_ties_as_trec_eval_not_as_msmarco():
+    # q1: d1 (relevant) and d2 (not) both scored 5.0. trec_eval orders ties by doc id
+    # descending: d2 first, RR = 1/2 (trec_eval -M10 recip_rank gives 0.5); ir-measures'
+    # msmarco provider orders them ascending: d1 first, RR = 1
+    qrels = {"q1": {"d1": 1, "d2": 0}}
+    run = {"q1": {"d1": 5.0, "d2": 5.0}}
+    rr10 = ir_measures.RR @ 10
+    assert ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([rr10], qrels, run)[rr10] == 0.5
+    assert ir_measures.calc_aggregate([rr10, MRR_zero @ 10], qrels, run) == {rr10: 1.0, MRR_zero @ 10: 0.5}
+
+
+def test_integer_query_ids_in_a_dataframe_become_strings():
+    # the reader matches ids as strings: integer 1 in the run is query "1" of string qrels; the
+    # provider yields the qrels' own ids (see test_one_id_type_when_mixed_with_builtins)
+    qrels = pd.DataFrame({"query_id": ["1", "2"], "doc_id": ["a", "b"], "relevance": [1, 1]})
+    run = pd.DataFrame({"query_id": [1, 2], "doc_id": ["a", "x"], "score": [1.0, 1.0]})
+    assert ndcg_plugin.read(run, "run")["query_id"].tolist() == ["1", "2"]
+    res = list(ir_measures.iter_calc([HitRate @ 1], qrels, run))
+    assert sorted((m.query_id, m.value) for m in res) == [("1", 1.0), ("2", 0.0)]
+
+
+def test_integer_ids_from_read_csv_keep_one_id_type_on_dl19():
+    # issue 9, item 4: pandas.read_csv gives integer ids; RR(rel=2)@10 (msmarco provider) beside
+    # the plugin's MRR_zero(rel=2)@10 was halved (0.3512 for 0.7024) when the plugin turned ids
+    # into strings; each query must appear once per measure, with the id type read_csv gave
+    qrels_path = shared_file("msmarco-passage", "qrels.dl19-passage.txt")
+    run_path = shared_file("msmarco-passage", "run.dl19-passage.bm25.trec")
+    qrels = pd.read_csv(qrels_path, sep=r"\s+", header=None, names=["query_id", "it", "doc_id", "relevance"])
+    run = pd.read_csv(run_path, sep=r"\s+", header=None, names=["query_id", "q0", "doc_id", "rank", "score", "tag"])
+    assert qrels["query_id"].dtype.kind == "i" and run["doc_id"].dtype.kind == "i"
+    qrels["doc_id"] = qrels["doc_id"].astype(str)
+    run["doc_id"] = run["doc_id"].astype(str)
+    measures = [MRR_zero(rel=2) @ 10, ir_measures.RR(rel=2) @ 10]
+    metrics = list(ir_measures.iter_calc(measures, qrels, run))
+    assert len(metrics) == 2 * 43 and {type(m.query_id) for m in metrics} == {int}
+    as_int = ir_measures.calc_aggregate(measures, qrels, run)
+    as_str = ir_measures.calc_aggregate(measures, qrels.astype({"query_id": str}), run.astype({"query_id": str}))
+    assert as_int == as_str
+    # the two differ only where tied scores are ordered differently (msmarco: doc id ascending);
+    # the halving of the issue was 0.35 off
+    assert as_int[ir_measures.RR(rel=2) @ 10] == pytest.approx(as_int[MRR_zero(rel=2) @ 10], abs=0.01)
+
+
+@pytest.mark.parametrize("run,message", [
+    (pd.DataFrame({"query_id": ["q", "q", "q"], "doc_id": ["a", "b", "a"], "score": [1.0, 2.0, 3.0]}),
+     "duplicate \\(query_id, doc_id\\) = \\('q', 'a'\\): rows 0 and 2"),
+    ({"q": {"a": float("nan"), "b": 1.0}}, "score must be a finite number"),
+    ({"q": {"a": float("inf"), "b": 1.0}}, "score must be a finite number"),
+    ({"q": {"": 2.0, "a": 1.0}}, "empty doc_id"),
+])
+def test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids(run, message):
+    # pytrec_eval gives a number for each of these (keeping the last duplicate); the plugin refuses
+    qrels = {"q": {"a": 1}}
+    assert isinstance(ir_measures.pytrec_eval.calc_aggregate([ir_measures.RR], qrels, run)[ir_measures.RR], float)
+    with pytest.raises(ndcg_plugin.InputError, match=message):
+        ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([ir_measures.RR], qrels, run)
+
+
+def test_served_builtins_iter_calc_order_is_by_query_then_measure():
+    qrels = {"q2": {"a": 1}, "q10": {"b": 1}}
+    run = {"q2": {"a": 1.0}, "q10": {"b": 1.0}}
+    measures = [ir_measures.Success @ 1, ir_measures.nDCG, NDCG_lin]
+    got = [(m.query_id, str(m.measure)) for m in
+           ir_measures.providers.registry["ndcg_plugin"].iter_calc(measures, qrels, run)]
+    assert got == [("q10", "Success@1"), ("q10", "nDCG"), ("q10", "NDCG_lin"),
+                   ("q2", "Success@1"), ("q2", "nDCG"), ("q2", "NDCG_lin")]

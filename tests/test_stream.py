@@ -49,7 +49,8 @@ def same_values(a: dict, b: dict) -> None:
                 np.testing.assert_array_equal(x, y, err_msg=f"{spec} {field}")  # NaN equals NaN here
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=collections(), data=st.data())
 def test_streaming_equals_in_memory_on_random_cases_cut_anywhere(tmp_path, case, data):
     qrels, run = case
@@ -100,3 +101,44 @@ def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
     index = engine.QrelsIndex(read("q1 0 a 1\n", "qrels"))
     with pytest.raises(InputError, match=":53: expected 6 columns"):
         compute_file(index, path, [engine.spec_of(NDCG_lin @ 10)], block_bytes=32)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=collections(), data=st.data())
+def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, capsys, case, data):
+    from ndcg_plugin.cli import build_parser, main
+
+    qrels, run = case
+    qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text("".join(f"{q} 0 {d} {r}\n" for q in qrels for d, r in qrels[q].items()))
+    run_path.write_text(run_text(run, [(q, d) for q in run for d in run[q]], "trec") if run else "")
+    measures = [str(m) for m in MEASURES] + ["RR@5", "nDCG@3"]
+    eval_parser = build_parser()._subparsers._group_actions[0].choices["eval"]  # every -o choice, now and later
+    formats = next(a.choices for a in eval_parser._actions if "--output" in a.option_strings)
+    extra = data.draw(st.sampled_from([[], ["-q"], ["-q", "-n"], ["-p", "-1"]]))
+    fmt = data.draw(st.sampled_from(sorted(formats)))
+    outs = []
+    for block in (data.draw(st.sampled_from(["1", "9", "100"])), "0"):
+        code = main(["eval", str(qrels_path), str(run_path), *measures, "-o", fmt, *extra, "--block-size", block])
+        captured = capsys.readouterr()
+        outs.append((code, captured.out, captured.err))
+    assert outs[0] == outs[1]
+
+
+def test_the_cli_default_block_size_is_the_readers():
+    from ndcg_plugin.cli import BLOCK_MIB
+    from ndcg_plugin.reading.sources import BLOCK_BYTES
+
+    assert BLOCK_MIB << 20 == BLOCK_BYTES
+
+
+def test_help_and_measures_import_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ndcg_plugin.cli import main; main(['measures']); "
+            "heavy = ('pandas', 'pyarrow', 'scipy', 'pytrec_eval', 'ir_datasets'); "
+            "print(sorted(m for m in heavy if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -28,17 +28,16 @@ import os
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from . import memory, sources
+from ..errors import VALUE_COLUMN, InputError, Kind
+from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
 from .formats import RUN_FORMATS
 from .lines import Parsed
 from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name
-from .validate import VALUE_COLUMN, InputError, Kind
 
-__all__ = ["InputError", "read", "read_file", "to_table", "duplicate_mask", "resolve_duplicates", "Parsed",
+__all__ = ["InputError", "read", "read_file", "to_table", "sources", "duplicate_mask", "resolve_duplicates", "Parsed",
            "BLOCK_BYTES", "check_options"]
 
 
@@ -55,8 +54,10 @@ def is_file_like(data: Any) -> bool:
     return is_path(data) or isinstance(data, (str, bytes, bytearray)) or hasattr(data, "read")
 
 
-def to_table(pieces: list[Parsed], kind: Kind) -> pd.DataFrame:
-    """One table from parsed pieces of a file, in order."""
+def to_table(pieces: list[Parsed], kind: Kind):
+    """One table (a pandas DataFrame) from parsed pieces of a file, in order."""
+    import pandas as pd
+
     def strings(arrays):
         chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
         return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=pa.large_string()))
@@ -71,7 +72,7 @@ def to_table(pieces: list[Parsed], kind: Kind) -> pd.DataFrame:
 
 
 def read_file(data: Any, kind: Kind, run_format: str = "auto", source: str | None = None,
-              progress=None, block_bytes: int = BLOCK_BYTES) -> pd.DataFrame:
+              progress=None, block_bytes: int = BLOCK_BYTES):
     """A file's table (see :func:`read`), before the duplicate policy."""
     src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
     pieces = list(parse_blocks(blocks(data, src, block_bytes, progress), src, kind, run_format))
@@ -81,7 +82,7 @@ def read_file(data: Any, kind: Kind, run_format: str = "auto", source: str | Non
 
 
 def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-         duplicates: str = "error", progress=None) -> pd.DataFrame:
+         duplicates: str = "error", progress=None):
     """Read qrels (``kind="qrels"``) or a run (``kind="run"``) from any accepted form into a
     validated table (see the module docstring).
 
@@ -94,8 +95,11 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     check_options(kind, run_format, duplicates)
     if is_file_like(data):
         src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
-        table = read_file(data, kind, run_format, src, progress)
-    elif isinstance(data, pd.DataFrame):
+        return resolve_duplicates(read_file(data, kind, run_format, src, progress), kind, duplicates, src)
+    import pandas as pd
+
+    from . import memory
+    if isinstance(data, pd.DataFrame):
         src = source or f"{kind} DataFrame"
         table = memory.from_dataframe(data, kind, src)
     elif isinstance(data, dict):

@@ -74,14 +74,12 @@ def _integers(column: pa.ChunkedArray) -> np.ndarray | None:
         return None  # out of range: the line parser says so
 
 
-def parse_block(data, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
-    """Parse a block of whole lines (bytes or an Arrow buffer), or decline with None."""
-    view = memoryview(data)
-    if not file_start and bytes(view[:3]) == BOM:
+def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
+    """Parse a block of whole lines (a :class:`ndcg_plugin.reading.sources.Chunk`), or decline
+    with None."""
+    if not file_start and chunk.startswith(BOM):
         return None
-    raw = bytes(view) if not isinstance(data, bytes) else data
-    cr = raw.find(b"\r")
-    if cr >= 0 and raw.count(b"\r") != raw.count(b"\r\n"):
+    if chunk.find(b"\r") >= 0 and chunk.count(b"\r") != chunk.count(b"\r\n"):
         return None
     ncols = layout.columns
     names = [f"c{i}" for i in range(ncols)]
@@ -91,7 +89,7 @@ def parse_block(data, layout: Layout, delimiter: bytes, file_start: bool) -> Par
     types[f"c{layout.value_at}"] = _BIN if layout.integer else pa.float64()
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(pa.py_buffer(raw)),
+            pa.BufferReader(chunk.buffer()),
             read_options=pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, escape_char=False,
                                              double_quote=False, ignore_empty_lines=False),

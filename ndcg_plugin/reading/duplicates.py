@@ -1,27 +1,50 @@
 """Repeated (query_id, doc_id) pairs: found through 64-bit fingerprints, confirmed on the
-strings, then refused (naming both lines) or resolved as the caller asks."""
+strings, then refused (naming both lines) or resolved as the caller asks. One implementation
+on columns, for DataFrames and for the reader's own columns alike."""
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from collections import Counter
 
-from ..columns import fingerprints, group_codes
-from .validate import VALUE_COLUMN, InputError, Kind
+import numpy as np
+import pyarrow as pa
+
+from ..columns import as_arrow_strings, fingerprints, group_codes
+from ..errors import VALUE_COLUMN, InputError, Kind
 
 POLICIES = ("error", "first", "max")
 
 
-def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
+def _columns(table):
+    if hasattr(table, "layout"):  # the reader's columns (ndcg_plugin.reading.Parsed)
+        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value), table.line
+    col = "relevance" if "relevance" in table.columns else "score"
+    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
+            table[col].to_numpy(), table["line"].to_numpy())
+
+
+def _pairs(qids: pa.ChunkedArray, docs: pa.ChunkedArray, rows: np.ndarray) -> list[tuple]:
+    idx = pa.array(rows, type=pa.int64())
+    return list(zip(qids.take(idx).to_pylist(), docs.take(idx).to_pylist(), strict=True))
+
+
+def duplicate_mask(table) -> np.ndarray | None:
     """Rows whose (query_id, doc_id) pair occurs more than once, or None when all are unique.
     Each pair gets a 64-bit fingerprint (query code mixed with the doc id's byte hash); pairs
     whose fingerprints are all distinct are distinct, and only rows sharing a fingerprint are
     compared as strings."""
-    if len(table) < 2:
+    qids, docs, _, _ = _columns(table)
+    return _mask(qids, docs)
+
+
+def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None) -> np.ndarray | None:
+    n = len(qids)
+    if n < 2:
         return None
-    q_codes = group_codes(table["query_id"].array)[0]
+    if q_codes is None:
+        q_codes = group_codes(qids)[0]
 
     def pair_keys() -> np.ndarray:
-        keys = fingerprints(table["doc_id"].array)
+        keys = fingerprints(docs)
         with np.errstate(over="ignore"):
             keys ^= q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         return keys
@@ -32,35 +55,57 @@ def duplicate_mask(table: pd.DataFrame) -> np.ndarray | None:
     if not repeated.any():
         return None
     suspects = np.flatnonzero(np.isin(pair_keys(), ordered[1:][repeated]))
-    exact = table.iloc[suspects].duplicated(["query_id", "doc_id"], keep=False).to_numpy()
+    pairs = _pairs(qids, docs, suspects)
+    counts = Counter(pairs)
+    exact = np.array([counts[p] > 1 for p in pairs], dtype=bool)
     if not exact.any():
         return None
-    mask = np.zeros(len(table), dtype=bool)
+    mask = np.zeros(n, dtype=bool)
     mask[suspects[exact]] = True
     return mask
 
 
-def resolve_duplicates(table: pd.DataFrame, kind: Kind, policy: str, source: str) -> pd.DataFrame:
-    """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs. The
-    table has a ``line`` column (file line, or row position) to name both lines."""
+def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None) -> np.ndarray | None:
+    """Positions of the rows to keep under the duplicate policy (None: all of them), or an
+    InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
+    ``columns.group_codes`` of the query ids, when the caller has them."""
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
-    dup = duplicate_mask(table)
+    qids, docs, values, lines = _columns(table)
+    dup = _mask(qids, docs, q_codes)
     if dup is None:
-        return table
-    col = VALUE_COLUMN[kind]
+        return None
+    rows = np.flatnonzero(dup)
+    pairs = _pairs(qids, docs, rows)
     if policy == "error":
-        d = table[dup]
-        first = d.iloc[0]
-        twin = d[(d["query_id"] == first["query_id"]) & (d["doc_id"] == first["doc_id"])].iloc[1]
-        unit = table.attrs.get("unit", "row")
+        first = pairs[0]
+        twin = rows[pairs.index(first, 1)]
+        unit = "line" if hasattr(table, "layout") else getattr(table, "attrs", {}).get("unit", "row")
+        col = VALUE_COLUMN[kind]
         raise InputError(
-            source, int(twin["line"]),
-            f"duplicate (query_id, doc_id) = ({first['query_id']!r}, {first['doc_id']!r}): {unit}s "
-            f"{int(first['line'])} and {int(twin['line'])} ({col} {first[col]} and {twin[col]}); "
-            f"trec_eval refuses duplicates; pass duplicates='first' or 'max' (CLI --duplicates) to keep one")
-    if policy == "max":
-        order = np.lexsort((table["line"].to_numpy(), -table[col].to_numpy().astype(np.float64)))
-        kept = table.iloc[order].drop_duplicates(["query_id", "doc_id"], keep="first")
-        return kept.sort_values("line", kind="stable").reset_index(drop=True)
-    return table.drop_duplicates(["query_id", "doc_id"], keep="first").reset_index(drop=True)
+            source, int(lines[twin]),
+            f"duplicate (query_id, doc_id) = ({first[0]!r}, {first[1]!r}): {unit}s {int(lines[rows[0]])} and "
+            f"{int(lines[twin])} ({col} {values[rows[0]]} and {values[twin]}); trec_eval refuses duplicates; pass "
+            f"duplicates='first' or 'max' (CLI --duplicates) to keep one")
+    best: dict = {}
+    for row, pair in zip(rows.tolist(), pairs, strict=True):
+        if pair not in best or (policy == "max" and values[row] > values[best[pair]]):
+            best[pair] = row
+    drop = np.ones(len(dup), dtype=bool)
+    drop[rows] = False
+    drop[list(best.values())] = True
+    return np.flatnonzero(drop)
+
+
+def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None):
+    """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs of a
+    DataFrame (with a ``line`` column) or of the reader's columns."""
+    keep = kept_rows(table, kind, policy, source, q_codes)
+    if keep is None:
+        return table
+    if hasattr(table, "layout"):
+        from .lines import Parsed
+        idx = pa.array(keep, type=pa.int64())
+        return Parsed(table.layout, as_arrow_strings(table.query_id).take(idx),
+                      as_arrow_strings(table.doc_id).take(idx), table.value[keep], table.line[keep])
+    return table.iloc[keep].reset_index(drop=True)

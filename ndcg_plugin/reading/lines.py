@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InputError
 from .formats import BOM, DECIMAL, INTEGER, Layout, first_data_line, is_comment, layout_for
-from .validate import InputError
 
 _INT_PREFIX = re.compile(rb"[+-]?[0-9]+")
 _DECIMAL_PREFIX = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

@@ -11,12 +11,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from ..errors import InputError
 from . import columnar, lines
 from .formats import delimiter_of, first_data_line, layout_for
 from .lines import Parsed
-from .validate import InputError
 
-BLOCK_BYTES = 1 << 25  # 32 MiB of text per block
+BLOCK_BYTES = 1 << 24  # 16 MiB of text per block
 Progress = Callable[[int, int], None]
 
 
@@ -86,8 +86,42 @@ class _Counting:
         return chunk
 
 
+class Chunk:
+    """Whole lines: ``data[start:end]`` of a bytes object, without copying them out."""
+
+    __slots__ = ("data", "start", "end")
+
+    def __init__(self, data: bytes, start: int = 0, end: int | None = None):
+        self.data, self.start, self.end = data, start, len(data) if end is None else end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def find(self, sub: bytes) -> int:
+        at = self.data.find(sub, self.start, self.end)
+        return at - self.start if at >= 0 else -1
+
+    def count(self, sub: bytes) -> int:
+        return self.data.count(sub, self.start, self.end)
+
+    def startswith(self, prefix: bytes) -> bool:
+        return self.data.startswith(prefix, self.start, self.end)
+
+    def head(self, n: int) -> bytes:
+        return self.data[self.start: min(self.start + n, self.end)]
+
+    def tobytes(self) -> bytes:
+        if self.start == 0 and self.end == len(self.data):
+            return self.data
+        return self.data[self.start: self.end]
+
+    def buffer(self):
+        import pyarrow as pa
+        return pa.py_buffer(self.data).slice(self.start, len(self))
+
+
 def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
-           progress: Progress | None = None) -> Iterator[bytes]:
+           progress: Progress | None = None) -> Iterator[Chunk]:
     """The content as blocks of whole lines (each ends with a newline, but perhaps the last)."""
     raw, total = _open(data, source)
     counting = _Counting(raw)
@@ -111,15 +145,22 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
                 progress(counting.done, total)
             if not chunk:
                 break
-            chunk = pending + chunk
-            cut = chunk.rfind(b"\n") + 1
-            if cut == 0:
-                pending = chunk
+            first = chunk.find(b"\n")
+            if first < 0:  # a line longer than a block
+                pending += chunk
                 continue
-            pending = chunk[cut:]
-            yield chunk[:cut]
+            last = chunk.rfind(b"\n")
+            if pending:  # the line cut at the end of the previous chunk, completed
+                yield Chunk(pending + chunk[: first + 1])
+                pending = b""
+                start = first + 1
+            else:
+                start = 0
+            if last + 1 > start:
+                yield Chunk(chunk, start, last + 1)  # no copy of the bulk of the block
+            pending = chunk[last + 1:]
         if pending:
-            yield pending
+            yield Chunk(pending)
     finally:
         if raw is not sys.stdin.buffer and hasattr(raw, "close") and is_path(data):
             raw.close()
@@ -141,7 +182,7 @@ class _Prefixed:
         return self.stream.read(n)
 
 
-def parse_blocks(chunks: Iterator[bytes], source: str, kind: str, run_format: str = "auto",
+def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: str = "auto",
                  columnar_ok: bool = True) -> Iterator[Parsed]:
     """Parse blocks in order: each with the columnar parser when the file's first data line is
     in the simple form, else (or where it declines) with the line parser. Line numbers run on
@@ -151,7 +192,10 @@ def parse_blocks(chunks: Iterator[bytes], source: str, kind: str, run_format: st
     file_start = True
     for chunk in chunks:
         if layout is None:
-            found = first_data_line(chunk, kind)
+            head = chunk.head(1 << 20)
+            if len(head) < len(chunk):
+                head = head[: head.rfind(b"\n") + 1]  # whole lines only
+            found = first_data_line(head, kind)
             if found is not None:
                 layout = layout_for(kind, run_format, found[1])
                 delimiter = delimiter_of(*found) if columnar_ok else None
@@ -163,8 +207,9 @@ def parse_blocks(chunks: Iterator[bytes], source: str, kind: str, run_format: st
                 parsed.line = np.arange(first_line, first_line + len(parsed), dtype=np.int64)
                 first_line += len(parsed)
         if parsed is None:
-            parsed = lines.parse_lines(chunk, source, kind, run_format, layout, first_line, file_start)
+            parsed = lines.parse_lines(chunk.tobytes(), source, kind, run_format, layout, first_line, file_start)
             first_line += chunk.count(b"\n")
         file_start = False
         if parsed is not None:
+            layout = layout or parsed.layout
             yield parsed

@@ -5,27 +5,12 @@ was expected.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-Kind = Literal["qrels", "run"]
-VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
-
-
-class InputError(ValueError):
-    """Bad qrels or run input.  Carries ``source`` (file name or input description), ``line``
-    (1-based for files, row position for in-memory inputs, or None) and ``reason``."""
-
-    def __init__(self, source: str, line: int | None, reason: str, text: str | None = None):
-        self.source, self.line, self.reason, self.text = source, line, reason, text
-        where = source if line is None else f"{source}:{line}"
-        msg = f"{where}: {reason}"
-        if text is not None:
-            shown = text if len(text) <= 120 else text[:117] + "..."
-            msg += f" (line: {shown!r})"
-        super().__init__(msg)
+from ..errors import VALUE_COLUMN, InputError, Kind
 
 
 def _ids(values: Any, source: str, name: str) -> Any:

@@ -1,0 +1,26 @@
+"""Error types and the names every module shares, with no heavy imports (the CLI imports them
+at startup)."""
+from __future__ import annotations
+
+from typing import Literal
+
+Kind = Literal["qrels", "run"]
+VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
+
+
+class InputError(ValueError):
+    """Bad qrels or run input.  Carries ``source`` (file name or input description), ``line``
+    (1-based for files, row position for in-memory inputs, or None) and ``reason``."""
+
+    def __init__(self, source: str, line: int | None, reason: str, text: str | None = None):
+        self.source, self.line, self.reason, self.text = source, line, reason, text
+        where = source if line is None else f"{source}:{line}"
+        msg = f"{where}: {reason}"
+        if text is not None:
+            shown = text if len(text) <= 120 else text[:117] + "..."
+            msg += f" (line: {shown!r})"
+        super().__init__(msg)
+
+
+class DatasetError(ValueError):
+    """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""
