@@ -27,7 +27,8 @@ MEASURES = [
     "NDCG_lin(gains={0:0.5,2:3.0,4:0})@4", "NDCG_exp(gains={1:2.5})@2",
     "HitRate@1", "HitRate@3", "HitRate(rel=2)@5", "HitRate_item@2", "HitRate_item@10", "HitRate_item(rel=3)@4",
     "MRR_zero@3", "MRR_zero(rel=2)@10", "MRR_ignore@2", "MRR_ignore(rel=2)@5",
-    "nDCG@5", "nDCG(dcg='exp-log2')@3", "RR(rel=2)@4", "Success@2",
+    "nDCG@5", "nDCG(dcg='exp-log2')@3", "RR(rel=2)@4", "Success@2", "RR(judged_only=True)@3",
+    "Success(judged_only=True,rel=2)@2", "nDCG(gains={0:1,3:7})@4",
 ]
 ODD_IDS = ["d", "D", "d1", "d10", "d2", "01", "1", "é", "e\u0301", "a#b", "x\u00a0y", "\u3000", "zz", "Ω", "d 1"]
 CASES = 240

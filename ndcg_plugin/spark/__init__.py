@@ -88,9 +88,10 @@ def _specs(measures: list) -> list:
     for m in measures:
         try:
             specs.append((str(m), spec_of(m)))
-        except ValueError:
+        except ValueError as e:
             raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
-                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success; not {m}") from None
+                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success as the local engine "
+                             f"does; not {m} ({e})") from None
         if specs[-1][1].ties == "average":
             raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
                              f"not compute ties='average'; use the local engine (ndcg-plugin eval without --engine "
