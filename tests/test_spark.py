@@ -27,7 +27,8 @@ MEASURES = [
     "NDCG_lin(gains={0:0.5,2:3.0,4:0})@4", "NDCG_exp(gains={1:2.5})@2",
     "HitRate@1", "HitRate@3", "HitRate(rel=2)@5", "HitRate_item@2", "HitRate_item@10", "HitRate_item(rel=3)@4",
     "MRR_zero@3", "MRR_zero(rel=2)@10", "MRR_ignore@2", "MRR_ignore(rel=2)@5",
-    "nDCG@5", "nDCG(dcg='exp-log2')@3", "RR(rel=2)@4", "Success@2",
+    "nDCG@5", "nDCG(dcg='exp-log2')@3", "RR(rel=2)@4", "Success@2", "RR(judged_only=True)@3",
+    "Success(judged_only=True,rel=2)@2", "nDCG(gains={0:1,3:7})@4",
 ]
 ODD_IDS = ["d", "D", "d1", "d10", "d2", "01", "1", "é", "e\u0301", "a#b", "x\u00a0y", "\u3000", "zz", "Ω", "d 1"]
 CASES = 240
@@ -376,3 +377,13 @@ def test_ties_average_is_refused_with_a_clear_message(spark):
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
     with pytest.raises(ValueError, match=r"does not compute ties='average'; use the local engine"):
         ndcg_spark.evaluate(qrels, run, ["NDCG_lin(ties='average')@3"])
+
+
+def test_exponential_gain_overflow_is_refused_as_locally(spark):
+    qrels = spark.createDataFrame([("q", "d", 1024)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    with pytest.raises(ValueError, match="relevance label 1024 gives an infinite gain under NDCG_exp"):
+        ndcg_spark.evaluate(qrels, run, ["NDCG_exp@3"])
+    # mapped by gains=, or under linear gain, the label is fine: 2^1024 is never computed
+    res = ndcg_spark.evaluate(qrels, run, ["NDCG_exp(gains={1024:5})@3", "NDCG_lin@3"])
+    assert list(res.values()) == [1.0, 1.0]

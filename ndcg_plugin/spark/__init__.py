@@ -48,6 +48,13 @@ def require_spark() -> None:
 def session(master: str = "local[*]", conf: dict | None = None):
     """The active SparkSession, or a new one on ``master`` (quiet logging, no UI)."""
     require_spark()
+    with warnings.catch_warnings():
+        # pyspark warns that it does not fully support pandas >= 3; the engine converts no pandas data
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        return _session(master, conf)
+
+
+def _session(master: str, conf: dict | None):
     from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -81,9 +88,10 @@ def _specs(measures: list) -> list:
     for m in measures:
         try:
             specs.append((str(m), spec_of(m)))
-        except ValueError:
+        except ValueError as e:
             raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
-                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success; not {m}") from None
+                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success as the local engine "
+                             f"does; not {m} ({e})") from None
         if specs[-1][1].ties == "average":
             raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
                              f"not compute ties='average'; use the local engine (ndcg-plugin eval without --engine "
@@ -180,6 +188,18 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
         raise ValueError("give at least one measure, e.g. NDCG_exp@10")
     specs = _specs(measures)
     q = inputs.normalise(qrels, "qrels", names)
+    exp = [s for _, s in specs if s.family == "ndcg" and s.variant == "exp"]
+    if exp:  # 2^rel - 1 is infinite above 1023, as the local engine refuses (unless gains= maps the label)
+        from pyspark.sql import functions as F
+        lab = F.col("lab")
+        overflow = F.lit(False)
+        for s in exp:
+            keys = [int(k) for k, _ in s.gains]
+            overflow = overflow | ((lab >= 1024) & (~lab.isin(keys) if keys else F.lit(True)))
+        q = q.withColumn("lab", F.when(overflow, inputs.fail(F.concat(
+            F.lit("relevance label "), lab.cast("string"),
+            F.lit(" gives an infinite gain under NDCG_exp (2^rel - 1 overflows a double above 1023); use "
+                  "gains={...} or NDCG_lin")))).otherwise(lab))
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
     rows, ideal_cols = plan.ranked_rows(r, q, [s for _, s in specs])

@@ -21,7 +21,7 @@ _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
 
 
-def _fail(message: Column) -> Column:
+def fail(message: Column) -> Column:
     return F.raise_error(F.concat(F.lit(MARK), message))
 
 
@@ -37,12 +37,12 @@ def _id(df: DataFrame, name: str, what: str, kind: str) -> Column:
     col = F.col(name)
     if isinstance(dtype, _INTEGRAL):
         col = col.cast("long")  # compared as its decimal string after the shuffle (plan.ranked_rows)
-        return F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}"))).otherwise(col)
+        return F.when(col.isNull(), fail(F.lit(f"{kind}: missing value in column {name}"))).otherwise(col)
     if not isinstance(dtype, T.StringType):
         raise ValueError(f"{kind}: column {name!r} ({what} id) must hold strings or integers, got "
                          f"{dtype.simpleString()}; convert it explicitly (float ids would not match their string form)")
-    return (F.when(col.isNull(), _fail(F.lit(f"{kind}: missing value in column {name}")))
-            .when(col == "", _fail(F.lit(f"{kind}: empty {what} id in column {name}")))
+    return (F.when(col.isNull(), fail(F.lit(f"{kind}: missing value in column {name}")))
+            .when(col == "", fail(F.lit(f"{kind}: empty {what} id in column {name}")))
             .otherwise(col))
 
 
@@ -56,9 +56,9 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
         if not isinstance(dtype, _NUMERIC):
             raise ValueError(f"run: column {name!r} (score) must be numeric, got {dtype.simpleString()}")
         s = F.col(name).cast("double")
-        s = (F.when(s.isNull(), _fail(F.lit(f"run: missing score in column {name}")))
+        s = (F.when(s.isNull(), fail(F.lit(f"run: missing score in column {name}")))
              .when(F.isnan(s) | (F.abs(s) == F.lit(float("inf"))),
-                   _fail(F.concat(F.lit("run: score must be a finite number, got "), s.cast("string"),
+                   fail(F.concat(F.lit("run: score must be a finite number, got "), s.cast("string"),
                                   F.lit("; NaN or infinite scores have no defined rank"))))
              .otherwise(s)).alias("s")
         return df.select(q, d, s)
@@ -75,7 +75,7 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
         bad = raw.isNull() | F.isnan(as_double) | (F.abs(as_double) >= F.lit(2.0 ** 63)) \
             | (as_double != F.floor(as_double))
         lab = F.floor(as_double).cast("long")
-    lab = F.when(bad, _fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
+    lab = F.when(bad, fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
                                      F.coalesce(raw.cast("string"), F.lit("NULL"))))).otherwise(lab).alias("lab")
     return df.select(q, d, lab)
 
