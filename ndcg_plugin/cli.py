@@ -59,16 +59,25 @@ def _emit(args, qid: str | None, measure, value: float) -> None:
 
 
 class _Progress:
-    """A one-line progress display on stderr, only when stderr is a terminal."""
+    """A tqdm bar of the bytes of a file read so far, on ``file`` (stderr); the CLI makes one
+    only when stderr is a terminal, so logs and pipes stay quiet. Called as the reader's
+    ``progress(done, total)`` (total 0 when unknown, as for standard input)."""
 
-    def __init__(self, label: str):
-        self.label = label
-        self.active = sys.stderr.isatty()
+    def __init__(self, label: str, file=None):
+        from tqdm import tqdm  # imported only for a terminal
+
+        self.bar = tqdm(total=None, unit="B", unit_scale=True, unit_divisor=1024, desc=f"reading {label}",
+                        file=file or sys.stderr, leave=False, dynamic_ncols=True)
+        self.done = 0
 
     def __call__(self, done: int, total: int) -> None:
-        if self.active and total:
-            end = "\n" if done >= total else ""
-            print(f"\rreading {self.label}: {100 * done // total:3d}%", end=end, file=sys.stderr, flush=True)
+        if total and self.bar.total != total:
+            self.bar.total = total
+        if done > self.done:
+            self.bar.update(done - self.done)
+            self.done = done
+        if total and done >= total:
+            self.bar.close()
 
 
 def _read_qrels(args) -> tuple:

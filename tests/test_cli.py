@@ -115,7 +115,7 @@ def test_crosscheck_with_a_trec_eval_binary():
     assert proc.stdout.count("match") == 6
 
 
-def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
+def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io as stdio
 
     from ndcg_plugin import read
@@ -130,14 +130,10 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys):
     text = "".join(f"q Q0 d{i} {i} {1.0 / (i + 1)} t\n" for i in range(500_001))
     read(text, "run")  # text given directly: no progress
     assert tty.getvalue() == ""
-    bar = _Progress("run.trec")
+    bar = _Progress("run.trec")  # the CLI makes one only when stderr is a terminal
     bar(500_000, 1_000_000)
     bar(1_000_000, 1_000_000)
-    assert "reading run.trec:  50%" in tty.getvalue() and tty.getvalue().endswith("\n")
-    monkeypatch.setattr("sys.stderr", stdio.StringIO())  # not a terminal: silent
-    quiet = _Progress("run.trec")
-    quiet(1, 2)
-    assert capsys.readouterr().err == ""
+    assert "reading run.trec" in tty.getvalue() and bar.bar.total == 1_000_000 and bar.done == 1_000_000
 
 
 @pytest.mark.parametrize("args,fragment", [
@@ -167,3 +163,23 @@ def test_a_provider_whose_library_is_missing_is_one_line_and_exit_2():
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"--provider {missing[0]} is not available" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_progress_bar_counts_bytes_read_and_closes(tmp_path):
+    import io as stdio
+
+    from ndcg_plugin import read
+    from ndcg_plugin.cli import _Progress
+
+    run = tmp_path / "run"
+    run.write_text("".join(f"q{i // 50} Q0 d{i} 0 {i} t\n" for i in range(2000)))
+    out = stdio.StringIO()
+    bar = _Progress("run", file=out)
+    read(run, "run", progress=bar)
+    assert bar.done == run.stat().st_size and bar.bar.total == run.stat().st_size
+    assert "reading run" in out.getvalue()
+
+
+def test_no_progress_output_when_stderr_is_not_a_terminal():
+    proc = run_cli("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "NDCG_lin@5")
+    assert proc.returncode == 0 and proc.stderr == ""
