@@ -204,19 +204,68 @@ _MRR_ignore = _variant(_MRR, "MRR_ignore", "ignore", "MRR, misses left out",
                        DEFAULT=float("nan"), aggregator=lambda self: NanSkipMeanAgg(str(self)))
 
 
+# trec_eval measure names -> (ir-measures name, the plugin's counterpart or None); ".k" takes a cutoff
+TREC_EVAL_NAMES = {
+    "ndcg_cut": ("nDCG@{k}", "NDCG_lin@{k}"), "ndcg": ("nDCG", "NDCG_lin"), "P": ("P@{k}", None),
+    "recip_rank": ("RR", "MRR_zero@k"), "success": ("Success@{k}", "HitRate@{k}"), "map": ("AP", None),
+    "map_cut": ("AP@{k}", None), "recall": ("R@{k}", None), "Rprec": ("Rprec", None), "bpref": ("Bpref", None),
+    "num_rel_ret": ("NumRelRet", None), "num_ret": ("NumRet", None), "num_rel": ("NumRel", None),
+}
+
+
+def _trec_eval_hint(text: str) -> str:
+    """'; trec_eval's ndcg_cut.10 is nDCG@10 here (the plugin's NDCG_lin@10)' for a trec_eval
+    measure name such as ndcg_cut.10, P_10 or recip_rank, else ''."""
+    name, k = text, None
+    for sep in (".", "_"):
+        head, _, tail = text.rpartition(sep)
+        if head and tail.isdigit():
+            name, k = head, tail
+            break
+    if name not in TREC_EVAL_NAMES:
+        return ""
+    ours, plugin = (x.replace("{k}", k or "k") if x else x for x in TREC_EVAL_NAMES[name])
+    extra = f" (the plugin's {plugin})" if plugin else ""
+    return f"; that is trec_eval's name: here it is {ours}{extra}"
+
+
+def split_measures(text: str) -> list[str]:
+    """Measure strings in one argument: separated by spaces outside parentheses, so that
+    ``"MRR_zero(rel=2, ties='average')@10 nDCG@10"`` is two measures."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch.isspace() and depth == 0:
+            if current:
+                parts.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
 def parse_measures(strings: Iterable[str]) -> list:
-    """Parse measure strings (each may hold several, separated by spaces) with
-    ``ir_measures.parse_measure``, validate them and drop repeats, keeping the order.
-    Raises ValueError naming the string at fault (unknown names list the plugin's measures)."""
+    """Parse measure strings (one argument may hold several, separated by spaces outside
+    parentheses) with ``ir_measures.parse_measure``, validate them and drop repeats, keeping
+    the order. Raises ValueError naming the string at fault: unknown names list the plugin's
+    measures, and trec_eval names (``ndcg_cut.10``, ``recip_rank``) get their equivalent."""
     measures = []
     for s in strings:
-        for part in str(s).split():
+        for part in split_measures(str(s)):
             try:
                 m = ir_measures.parse_measure(part)
-            except NameError:
-                names = ", ".join(m.NAME for m in ALL)
-                raise ValueError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
-                                 f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
+            except (NameError, ValueError, SyntaxError) as e:
+                hint = _trec_eval_hint(part)
+                if hint:
+                    raise ValueError(f"unknown measure {part!r}{hint}") from None
+                if isinstance(e, NameError):
+                    names = ", ".join(m.NAME for m in ALL)
+                    raise ValueError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
+                                     f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
+                raise ValueError(f"cannot read measure {part!r}: expected Name, Name@k or "
+                                 f"Name(param=value, ...)@k, e.g. NDCG_exp@10 or \"MRR_zero(rel=2)@10\"") from None
             try:
                 m.validate_params()
             except (ValueError, AssertionError) as e:

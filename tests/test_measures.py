@@ -130,3 +130,21 @@ def test_accepted_rel_and_gains_values():
     m = NDCG_lin(gains={1: -1}) @ 2
     expected = (-1 + 2 / math.log2(3)) / 2
     assert ir_measures.calc_aggregate([m], qrels, run)[m] == pytest.approx(expected, abs=1e-15)
+
+
+def test_measure_strings_with_spaces_parse_as_ir_measures_parses_them():
+    from ndcg_plugin import parse_measures
+    got = parse_measures(["MRR_zero(rel=2, ties='average')@10 nDCG@10"])
+    assert got == [MRR_zero(rel=2, ties="average") @ 10, ir_measures.nDCG @ 10]
+
+
+@pytest.mark.parametrize("text,suggestion", [
+    ("ndcg_cut.10", "nDCG@10 (the plugin's NDCG_lin@10)"), ("P.10", "P@10"), ("P_5", "P@5"),
+    ("recip_rank", "RR (the plugin's MRR_zero@k)"), ("success.5", "Success@5 (the plugin's HitRate@5)"),
+    ("map", "AP"), ("recall.100", "R@100"),
+])
+def test_trec_eval_measure_names_get_their_equivalent(text, suggestion):
+    from ndcg_plugin import parse_measures
+    with pytest.raises(ValueError) as e:
+        parse_measures([text])
+    assert repr(text) in str(e.value) and f"here it is {suggestion}" in str(e.value)
