@@ -87,7 +87,9 @@ def _read_qrels(args) -> tuple:
     from . import datasets
     if datasets.is_dataset_id(args.qrels):
         return datasets.load_qrels(args.qrels), args.qrels
-    raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)")
+    hint = datasets.did_you_mean(args.qrels) if "/" in args.qrels else ""
+    raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)"
+                     + hint)
 
 
 def _plugin_counterparts(measures: list) -> list:

@@ -220,7 +220,12 @@ def format_rows(rows: list[Row], places: int = 4) -> str:
     head = f"{'measure':<28}{'ours':>12}{'trec_eval':>12}{'max |diff|':>13}  verdict"
     lines = [head]
     for r in rows:
-        te = "-" if r.trec_eval is None else f"{r.trec_eval:.{places}f}"
+        shown = places
+        while r.trec_eval is not None and shown < 17 and f"{r.ours:.{shown}f}" != f"{r.trec_eval:.{shown}f}" \
+                and round(r.ours, shown) != round(r.trec_eval, shown) and abs(r.ours - r.trec_eval) < 10 ** -shown:
+            shown += 1  # values that agree but print differently: enough digits to show why they match
+        te = "-" if r.trec_eval is None else f"{r.trec_eval:.{shown}f}"
         md = "-" if r.max_diff is None else f"{r.max_diff:.1e}"
-        lines.append(f"{r.measure:<28}{r.ours:>12.{places}f}{te:>12}{md:>13}  {r.verdict}")
+        ours = f"{r.ours:.{shown}f}"
+        lines.append(f"{r.measure:<28}{ours:>12}{te:>12}{md:>13}  {r.verdict}")
     return "\n".join(lines)

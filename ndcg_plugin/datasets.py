@@ -46,12 +46,21 @@ def is_dataset_id(text: str) -> bool:
     return text in _irds().registry
 
 
+def closest_ids(text: str, n: int = 3) -> list[str]:
+    """The ir-datasets ids closest to ``text`` (difflib over the registry), for a "did you mean"."""
+    import difflib
+    return difflib.get_close_matches(text, list(_irds().registry), n=n, cutoff=0.6)
+
+
+def did_you_mean(text: str) -> str:
+    close = closest_ids(text)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
 def _load(dataset_id: str):
     irds = _irds()
     if dataset_id not in irds.registry:
-        close = [d for d in irds.registry._registered if d.startswith(dataset_id.split("/")[0])][:5]
-        hint = f"; did you mean one of {close}?" if close else ""
-        raise DatasetError(f"unknown ir-datasets id {dataset_id!r}{hint}")
+        raise DatasetError(f"unknown ir-datasets id {dataset_id!r}{did_you_mean(dataset_id)}")
     return irds.load(dataset_id)
 
 

@@ -183,3 +183,19 @@ def test_progress_bar_counts_bytes_read_and_closes(tmp_path):
 def test_no_progress_output_when_stderr_is_not_a_terminal():
     proc = run_cli("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "NDCG_lin@5")
     assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_crosscheck_prints_enough_digits_to_show_why_values_match():
+    from ndcg_plugin.crosscheck import format_rows
+    line = format_rows([Row("MRR_zero@10", 0.583349, 0.583351, 2e-6, "match")], 4).splitlines()[1]
+    assert "0.58335" in line and "0.5833 " not in line and "0.5834" not in line  # not '0.5833 vs 0.5834 match'
+    mismatch = format_rows([Row("MRR_zero@10", 0.5, 0.4, 0.1, "MISMATCH")], 4).splitlines()[1]
+    assert "0.5000" in mismatch and "0.4000" in mismatch
+
+
+def test_a_dataset_id_typo_suggests_the_closest_ids(tmp_path):
+    proc = run_cli("eval", "msmarco-passage/trec-dl-2091/judged", str(EXAMPLES / "example.run"), "nDCG@10")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "did you mean msmarco-passage/trec-dl-2019/judged" in proc.stderr
+    info = run_cli("datasets", "info", "msmarco-pasage/dev/small")
+    assert info.returncode == 2 and "did you mean msmarco-passage/dev/small" in info.stderr
