@@ -119,7 +119,7 @@ def _note_other_providers(routed) -> None:
 def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
-    measures = _parse_measures(args.measures)
+    measures = _parse_measures([*args.measures, *args.more_measures])
     if args.engine == "spark":
         return _eval_spark(args, measures)
     qrels, dataset = _read_qrels(args)
@@ -281,6 +281,9 @@ def cmd_explain(args) -> int:
 
 def cmd_compare(args) -> int:
     from . import compare as cmp
+    if len(args.runs) < 2:
+        raise UsageError(f"compare needs two or more runs to test against each other, got one ({args.runs[0]}); "
+                         "to evaluate one run, use: ndcg-plugin eval QRELS RUN MEASURE ...")
     names = args.names or [os.path.basename(r) for r in args.runs]
     if len(names) != len(args.runs):
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
@@ -339,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(e)
     e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
                    "(default with a dataset id: its official measures)")
+    e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
+                   help="measures given as options (the form of compare and crosscheck), added to the others")
     e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
     e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
     e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
@@ -366,6 +371,15 @@ def build_parser() -> argparse.ArgumentParser:
     c2.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
     c2.add_argument("runs", nargs="+", help="two or more run files")
     c2.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
+    compare_error = c2.error
+
+    def error_with_hint(message: str):
+        if "required: qrels" in message or "the following arguments are required" in message:
+            message += ("; -m takes every word after it as a measure, so put it after the files: "
+                        "ndcg-plugin compare QRELS RUN1 RUN2 -m NDCG_lin@10 MRR_zero@10")
+        compare_error(message)
+
+    c2.error = error_with_hint
     c2.add_argument("--baseline", help="the run the others are tested against (default: the first)")
     c2.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
     c2.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",

@@ -199,3 +199,18 @@ def test_a_dataset_id_typo_suggests_the_closest_ids(tmp_path):
     assert "did you mean msmarco-passage/trec-dl-2019/judged" in proc.stderr
     info = run_cli("datasets", "info", "msmarco-pasage/dev/small")
     assert info.returncode == 2 and "did you mean msmarco-passage/dev/small" in info.stderr
+
+
+def test_eval_takes_measures_as_an_option_too():
+    files = (str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"))
+    proc = run_cli("eval", *files, "-m", "NDCG_lin@5", "HitRate@3")
+    positional = run_cli("eval", *files, "NDCG_lin@5", "HitRate@3")
+    assert proc.returncode == 0 and proc.stdout == positional.stdout != ""
+
+
+def test_compare_says_what_to_do_with_m_first_or_one_run():
+    q, r = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
+    first = run_cli("compare", "-m", "NDCG_lin@5", q, r, r)
+    assert first.returncode == 2 and "put it after the files" in first.stderr and "Traceback" not in first.stderr
+    one = run_cli("compare", q, r, "-m", "NDCG_lin@5")
+    assert one.returncode == 2 and "two or more runs" in one.stderr and one.stdout == ""
