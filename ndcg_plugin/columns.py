@@ -43,6 +43,16 @@ def as_arrow_strings(values: Any) -> pa.ChunkedArray:
     return arr
 
 
+def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
+    """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read` (value
+    column ``value``), or the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`),
+    which need no pandas."""
+    if hasattr(table, "layout"):  # the reader's columns
+        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value)
+    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
+            table[value].to_numpy())
+
+
 def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     """``arr.take(rows)`` for ascending ``rows``, chunk by chunk (cheaper than Arrow's general
     take on a many-chunk column)."""

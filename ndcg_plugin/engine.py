@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ir_measures.providers.base import NOT_PROVIDED
 
 from . import ties
-from .columns import as_arrow_strings, factorize, group_codes, take_sorted
+from .columns import as_arrow_strings, columns_of, factorize, group_codes, take_sorted
 from .measures import PluginMeasure
 
 
@@ -108,15 +108,6 @@ class Values:
     values: np.ndarray
     hits: np.ndarray | None = None
     returned: np.ndarray | None = None
-
-
-def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
-    """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read`, or
-    the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`)."""
-    if hasattr(table, "layout"):  # reader columns: no pandas on this path
-        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value)
-    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
-            table[value].to_numpy())
 
 
 class QrelsIndex:

@@ -8,18 +8,17 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from ..columns import as_arrow_strings, fingerprints, group_codes
+from ..columns import as_arrow_strings, columns_of, fingerprints, group_codes
 from ..errors import VALUE_COLUMN, InputError, Kind
 
 POLICIES = ("error", "first", "max")
 
 
 def _columns(table):
-    if hasattr(table, "layout"):  # the reader's columns (ndcg_plugin.reading.Parsed)
-        return as_arrow_strings(table.query_id), as_arrow_strings(table.doc_id), np.asarray(table.value), table.line
-    col = "relevance" if "relevance" in table.columns else "score"
-    return (as_arrow_strings(table["query_id"].array), as_arrow_strings(table["doc_id"].array),
-            table[col].to_numpy(), table["line"].to_numpy())
+    """(query ids, doc ids, values, line numbers) of a DataFrame or of the reader's columns."""
+    value = "relevance" if "relevance" in getattr(table, "columns", ()) else "score"
+    lines = table.line if hasattr(table, "layout") else table["line"].to_numpy()
+    return (*columns_of(table, value), lines)
 
 
 def _pairs(qids: pa.ChunkedArray, docs: pa.ChunkedArray, rows: np.ndarray) -> list[tuple]:
