@@ -81,7 +81,8 @@ class _Progress:
 
 
 def _read_qrels(args) -> tuple:
-    """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id."""
+    """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id.
+    The one way QRELS is read by eval, crosscheck, compare and explain."""
     if args.qrels == "-" or os.path.exists(args.qrels):
         return _read(args.qrels, "qrels", duplicates=args.duplicates), None
     from . import datasets
@@ -252,7 +253,8 @@ def cmd_crosscheck(args) -> int:
         raise UsageError(f"--trec-eval {args.trec_eval}: no executable file there; give the path of a trec_eval "
                          "binary, or leave the option out to check against pytrec_eval")
     try:
-        rows = run_crosscheck(args.qrels, args.run, measures, trec_eval=args.trec_eval, duplicates=args.duplicates)
+        rows = run_crosscheck(_read_qrels(args)[0], args.run, measures, trec_eval=args.trec_eval,
+                              duplicates=args.duplicates)
     except InputError:
         raise
     except (RuntimeError, ValueError, OSError) as e:
@@ -270,7 +272,7 @@ def cmd_explain(args) -> int:
     measure = _parse_measures([args.measure])
     if len(measure) != 1:
         raise UsageError("explain takes one measure")
-    qrels = _read(args.qrels, "qrels", duplicates=args.duplicates)
+    qrels, _ = _read_qrels(args)
     run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
         print(explain(qrels, run, args.query, measure[0]).text(args.places))

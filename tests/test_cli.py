@@ -214,3 +214,29 @@ def test_compare_says_what_to_do_with_m_first_or_one_run():
     assert first.returncode == 2 and "put it after the files" in first.stderr and "Traceback" not in first.stderr
     one = run_cli("compare", q, r, "-m", "NDCG_lin@5")
     assert one.returncode == 2 and "two or more runs" in one.stderr and one.stdout == ""
+
+
+def test_crosscheck_prints_values_with_enough_digits_and_says_what_match_means(capsys):
+    assert main(["crosscheck", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "-m", "MRR_zero@10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:3] == ["MRR_zero@10", "0.75000000", "0.75000000"]
+    assert lines[-1] == "tolerance 1e-09: every per-query value and the mean within it of trec_eval's"
+
+
+@pytest.mark.parametrize("command", [["crosscheck", "-m", "NDCG_lin@10", "MRR_zero@10"],
+                                     ["explain", "--query", "19335", "-m", "NDCG_lin@10"],
+                                     ["eval", "NDCG_lin@10", "MRR_zero@10"]])
+def test_qrels_as_a_dataset_id_reads_the_same_as_the_file(command, tmp_path, capsys):
+    from .conftest import msmarco_file
+    qrels_file = msmarco_file("qrels.dl19-passage.txt")
+    run = tmp_path / "run"
+    lines = qrels_file.read_text().splitlines()[:300]
+    run.write_text("".join(f"{q} Q0 {d} {i + 1} {-i} r\n" for i, (q, _, d, _) in
+                           enumerate(line.split() for line in lines)))
+    sub, rest = command[0], command[1:]
+    assert main([sub, str(qrels_file), str(run), *rest]) == 0
+    by_file = capsys.readouterr().out
+    assert main([sub, "msmarco-passage/trec-dl-2019", str(run), *rest]) == 0
+    by_id = capsys.readouterr().out
+    assert by_id == by_file
+    assert "19335" in lines[0]
