@@ -6,6 +6,8 @@ input or usage (one message on stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import csv
+import io as io_module
 import json
 import math
 import os
@@ -46,8 +48,23 @@ def _format_value(value: float, places: int) -> str:
     return f"{value:.{places}f}" if places >= 0 else repr(float(value))
 
 
+def _csv_line(*fields: str) -> str:
+    buf = io_module.StringIO()
+    csv.writer(buf, lineterminator="").writerow(fields)
+    return buf.getvalue()
+
+
 def _emit(args, qid: str | None, measure, value: float) -> None:
-    if args.output == "jsonl":
+    """One result line. ``qid`` None: the aggregate (``all`` in tsv under -q, trec_eval and csv)."""
+    if args.output == "trec_eval":  # trec_eval's own layout: printf("%-22s\t%s\t%6.4f\n", ...)
+        print(f"{str(measure):<22}\t{SUMMARY_QID if qid is None else qid}\t"
+              + (f"{value:6.{args.places}f}" if args.places >= 0 else repr(float(value))))
+    elif args.output == "csv":
+        if not getattr(args, "csv_header_written", False):  # written with the first value, not before an error
+            print(_csv_line("query_id", "measure", "value"))
+            args.csv_header_written = True
+        print(_csv_line(SUMMARY_QID if qid is None else qid, str(measure), _format_value(value, args.places)))
+    elif args.output == "jsonl":
         rec = {"query_id": qid, "measure": str(measure), "value": None if math.isnan(value) else float(value)}
         if qid is None:
             del rec["query_id"]
@@ -348,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measures given as options (the form of compare and crosscheck), added to the others")
     e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
     e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
-    e.add_argument("-o", "--output", choices=["tsv", "jsonl"], default="tsv")
+    e.add_argument("-o", "--output", choices=["tsv", "jsonl", "trec_eval", "csv"], default="tsv",
+                   help="tsv (default), jsonl, trec_eval (trec_eval's own layout) or csv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
     e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",

@@ -240,3 +240,40 @@ def test_qrels_as_a_dataset_id_reads_the_same_as_the_file(command, tmp_path, cap
     by_id = capsys.readouterr().out
     assert by_id == by_file
     assert "19335" in lines[0]
+
+
+def test_output_trec_eval_layout(capsys):
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "MRR_ignore@3", "NDCG_lin@3", "-q",
+                 "-o", "trec_eval"]) == 0
+    # trec_eval prints printf("%-22s\t%s\t%6.4f\n", name, qid, value); values by hand:
+    # q1 relevant d1 (label 2) at rank 2: RR 1/2, nDCG (1/log2(3)) / 1; q2 d3 at rank 1: 1 and 1
+    expected = [("MRR_ignore@3", "q1", 0.5), ("NDCG_lin@3", "q1", 1 / math.log2(3)),
+                ("MRR_ignore@3", "q2", 1.0), ("NDCG_lin@3", "q2", 1.0),
+                ("MRR_ignore@3", "all", 0.75), ("NDCG_lin@3", "all", (1 / math.log2(3) + 1) / 2)]
+    assert capsys.readouterr().out == "".join("%-22s\t%s\t%6.4f\n" % row for row in expected)  # noqa: UP031
+
+
+def test_output_trec_eval_matches_the_binary_layout(capsys):
+    binary = "/tmp/trec_eval/trec_eval"
+    if not os.access(binary, os.X_OK):
+        pytest.skip(f"no trec_eval binary at {binary}")
+    theirs = subprocess.run([binary, "-q", "-m", "recip_rank", str(DATA / "tiny.qrels"), str(DATA / "tiny.run")],
+                            capture_output=True, text=True, check=True).stdout
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "RR", "-q", "-o", "trec_eval"]) == 0
+    ours = capsys.readouterr().out
+    assert ours.replace("RR        ", "recip_rank") == theirs
+
+
+def test_output_csv_has_a_header_and_quotes_commas(capsys):
+    assert main(["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "MRR_zero(rel=2, ties='average')@3",
+                 "-o", "csv", "-p", "2"]) == 0
+    # only q1 has a label-2 doc, at rank 2: (1/2 + 0) / 2
+    assert capsys.readouterr().out == "query_id,measure,value\nall,\"MRR_zero(rel=2,ties='average')@3\",0.25\n"
+
+
+def test_jsonl_omits_queries_without_a_value_and_writes_a_missing_aggregate_as_null(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 d2 1 3.5 r\n")  # q1's relevant d1 not retrieved; q2 not in the run
+    assert main(["eval", str(DATA / "tiny.qrels"), str(run), "MRR_ignore@3", "-q", "-o", "jsonl"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [
+        {"measure": "MRR_ignore@3", "value": None}]
