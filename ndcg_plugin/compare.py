@@ -160,11 +160,15 @@ def plot(table: pd.DataFrame, path: str) -> None:
     fig, axes = plt.subplots(len(measures), 1, figsize=(8, 2.8 * len(measures)), squeeze=False)
     for ax, m in zip(axes[:, 0], measures, strict=True):
         base = pd.Series(a["per_query"][a["baseline"]][m])
+        diffs = {name: pd.Series(a["per_query"][name][m]) - base for name in others}
+        # one query order for every run (that of the first run's difference), so one x position is one query
+        order = diffs[others[0]].dropna().sort_values(ascending=False).index if others else []
         for name in others:
-            diff = (pd.Series(a["per_query"][name][m]) - base).dropna().sort_values(ascending=False)
+            diff = diffs[name].reindex(order)
             ax.bar(np.arange(len(diff)), diff.to_numpy(), width=1.0, alpha=0.6, label=f"{name} - {a['baseline']}")
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(f"{m}: per-query difference from {a['baseline']} (sorted)")
+        ax.set_title(f"{m}: per-query difference from {a['baseline']} (queries in one order: "
+                     f"{others[0] if others else ''}'s difference, descending)")
         ax.set_xlabel("queries")
         ax.set_ylabel("difference")
         ax.legend(loc="upper right", fontsize="small")

@@ -112,3 +112,24 @@ def test_plot_writes_a_png(tmp_path):
     assert main(["compare", str(qrels), *(str(p) for p in runs.values()), "-m", "NDCG_lin@10", "MRR_zero@10",
                  "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def test_plot_puts_every_run_in_one_query_order(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import ir_measures
+    import matplotlib.axes
+
+    # by hand: qrels q1..q3 each with one relevant doc "r"; base ranks it 1st everywhere (RR 1, 1, 1);
+    # run a ranks it 1st, 2nd, 4th (diff 0, -1/2, -3/4); run b 2nd, 1st, 1st (diff -1/2, 0, 0)
+    qrels = {q: {"r": 1} for q in ("q1", "q2", "q3")}
+
+    def run(ranks):
+        return {q: {"r": 10.0 - k, **{f"x{i}": 10.0 - i for i in range(1, 5) if i != k}}
+                for q, k in zip(("q1", "q2", "q3"), ranks, strict=True)}
+    runs = {"base": run([1, 1, 1]), "a": run([1, 2, 4]), "b": run([2, 1, 1])}
+    table = cmp.compare(qrels, runs, [ir_measures.RR @ 10])
+    bars = []
+    monkeypatch.setattr(matplotlib.axes.Axes, "bar", lambda self, x, h, **k: bars.append(list(h)))
+    cmp.plot(table, str(tmp_path / "x.png"))
+    # a's differences descending: q1 (0), q2 (-1/2), q3 (-3/4); b in that same query order
+    assert bars == [[0.0, -0.5, -0.75], [-0.5, 0.0, 0.0]]
