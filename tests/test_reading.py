@@ -228,6 +228,22 @@ def test_numbers_agree_with_python_and_trec_eval_syntax_on_both_paths():
     assert np.all(np.isfinite(fast[2]))
 
 
+def test_integer_relevance_labels_agree_on_both_paths():
+    # the columnar parser reads integers itself (up to 18 digits) and leaves the rest to the line parser
+    values = ["0", "1", "-1", "007", "-0", "-12", "123456789012345678", "-123456789012345678",
+              "1234567890123456789", "9223372036854775807", "-9223372036854775808"]
+    text = "".join(f"q 0 d{i} {v}\n" for i, v in enumerate(values)).encode()
+    fast = parse(text, "qrels", "auto", 1 << 20, True)
+    slow = parse(text, "qrels", "auto", 1 << 20, False)
+    assert fast == slow and fast[2] == [int(v) for v in values]
+    short = "".join(f"q 0 d{i} {v}\n" for i, v in enumerate(values[:8])).encode()
+    assert parse(short, "qrels", "auto", 1 << 20, True)[2] == [int(v) for v in values[:8]]
+    for bad in ["9223372036854775808", "1e3", "0x10", "--1", "1-"]:
+        line = f"q 0 a 1\nq 0 d {bad}\n".encode()
+        fast, slow = parse(line, "qrels", "auto", 1 << 20, True), parse(line, "qrels", "auto", 1 << 20, False)
+        assert fast == slow and fast[0] == "error", (bad, fast)
+
+
 # --- no state remembered about a table --------------------------------------------------
 
 def test_a_table_changed_in_place_is_evaluated_as_it_is_now():

@@ -31,6 +31,7 @@ _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0"): ord("9") + 1] = True
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
 
 
 def _pieces(column: pa.ChunkedArray):
@@ -57,21 +58,30 @@ def _clean(column: pa.ChunkedArray, whitespace_ok: bool = False) -> bool:
 
 
 def _integers(column: pa.ChunkedArray) -> np.ndarray | None:
-    """The column as int64 when every field is ``-?[0-9]+`` (Arrow's own integer parser also
-    takes hexadecimal); None otherwise (a ``+`` sign is left to the line parser)."""
+    """The column as int64 when every field is ``-?[0-9]+`` of at most 18 digits; None
+    otherwise (the line parser then decides: a ``+`` sign, a longer number, out of range).
+
+    Read here with numpy rather than by Arrow's cast, which also takes hexadecimal."""
+    parts = []
     for offsets, data in _pieces(column):
-        if np.any(offsets[1:] == offsets[:-1]):
+        starts, ends = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
+        length = ends - starts
+        if np.any(length == 0):
             return None
-        other = np.flatnonzero(~_DIGIT[data])
-        if len(other):
-            starts = offsets[:-1] - offsets[0]
-            if not (np.all(data[other] == ord("-")) and np.all(np.isin(other, starts))
-                    and not np.any(np.isin(other + 1, np.r_[starts, len(data)]))):
-                return None
-    try:
-        return column.cast(pa.int64()).to_numpy()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # out of range: the line parser says so
+        negative = data[starts] == ord("-")
+        digits = length - negative
+        if np.any(digits == 0) or np.any(digits > 18):
+            return None
+        body = data.copy()
+        body[starts[negative]] = ord("0")  # the sign, read as a leading zero
+        if not _DIGIT[body].all():
+            return None
+        # each byte's power of ten: its distance from the end of its field
+        field = np.repeat(np.arange(len(starts)), length)
+        power = (ends[field] - 1) - np.arange(len(body))
+        values = np.add.reduceat((body - ord("0")).astype(np.int64) * _POW10[power], starts)
+        parts.append(np.where(negative, -values, values))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
