@@ -19,6 +19,8 @@ reader does).
 """
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -88,6 +90,53 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield pending
 
 
+def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """The items of ``items``, produced on a worker thread up to ``depth`` ahead of the consumer:
+    the next block is read and parsed (Arrow and numpy release the GIL) while this one is
+    evaluated. Items, and the exception that ends them, come in their order; when the consumer
+    stops early, the worker stops at its next item and closes ``items``."""
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    break
+            else:
+                put((end, None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            put((end, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="ndcg-plugin-read-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = slots.get()
+            if error is not None:
+                raise error
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
 def _no_rows() -> Parsed:
     none = pa.array([], type=pa.large_string())
     return Parsed(LAYOUTS["trec"], none, none, np.zeros(0), np.zeros(0, dtype=np.int64))
@@ -128,7 +177,7 @@ def _stream(index, run, source, specs, run_format, duplicates, block_bytes, prog
     counts: list = []
     pending_error: Exception | None = None
     any_rows = False
-    pieces = parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format)
+    pieces = read_ahead(parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format))
     for part in complete_queries(pieces):
         any_rows = True
         groups = group_codes(part.query_id)  # computed once: for the checks below and the engine

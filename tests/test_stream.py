@@ -142,3 +142,44 @@ def test_help_and_measures_import_nothing_heavy():
             "print(sorted(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+# --- read_ahead: the next block is parsed on a worker thread ---------------------------------
+
+def test_read_ahead_keeps_order_and_raises_where_the_source_raised():
+    from ndcg_plugin.stream import read_ahead
+
+    assert list(read_ahead(iter(range(50)), depth=2)) == list(range(50))
+
+    def failing():
+        yield 1
+        yield 2
+        raise InputError("f", 3, "bad line")
+
+    got = []
+    with pytest.raises(InputError, match="f:3"):
+        for x in read_ahead(failing()):
+            got.append(x)
+    assert got == [1, 2]
+
+
+def test_read_ahead_stops_and_closes_its_source_when_the_consumer_stops():
+    import threading
+
+    from ndcg_plugin.stream import read_ahead
+    closed = threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    items = read_ahead(endless(), depth=2)
+    assert [next(items) for _ in range(5)] == [0, 1, 2, 3, 4]
+    items.close()  # as a for loop left by an exception (a query seen again, a bad line) does
+    assert closed.is_set()
+    assert not any(t.name == "ndcg-plugin-read-ahead" for t in threading.enumerate())
