@@ -4,7 +4,8 @@ Fingerprints: 64-bit hashes of strings, computed with numpy on an Arrow string a
 Hashing millions of distinct doc ids in a hash table costs more than the rest of an evaluation.
 Instead each string's first 8 and last 8 bytes are read as two 64-bit words (unaligned loads
 through a strided view of the byte buffer, masked to the string's length) and mixed with its
-length. For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
+length; a string of at most 8 bytes is its first word, so its last word is not read (the
+fingerprint of a string depends on the string alone, not on the other strings of its array). For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
 longer ids that agree on both ends and length collide. Fingerprints are only a filter: equal
 strings always have equal fingerprints, so distinct fingerprints prove distinct strings, and
 callers confirm equal fingerprints on the strings themselves.
@@ -108,14 +109,19 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     starts = offsets[:-1] - (b0 - 8)
     ends = offsets[1:] - (b0 - 8)
     length = ends - starts
-    short = np.minimum(length, 8)
+    longest = int(length.max())
+    short = np.minimum(length, 8) if longest > 8 else length
     with np.errstate(over="ignore"):
-        head = words[starts] & _HEAD_MASK[short]
-        tail = words[ends - 8] & _TAIL_MASK[short]
-        mixed = head * _K1
-        mixed ^= (tail * _K2) >> _SHIFT
-        mixed ^= tail * _K3
+        mixed = words[starts]
+        mixed &= _HEAD_MASK[short]
+        mixed *= _K1
         mixed ^= length.astype(np.uint64) * _K2
+        if longest > 8:  # the last 8 bytes count only for strings longer than 8 (a short one is its head)
+            tail = words[ends - 8] & _TAIL_MASK[short]
+            tail_mix = (tail * _K2) >> _SHIFT
+            tail_mix ^= tail * _K3
+            tail_mix[length <= 8] = 0
+            mixed ^= tail_mix
     out[:] = mixed
 
 

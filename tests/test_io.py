@@ -128,6 +128,11 @@ def test_fingerprints_equal_for_equal_strings_wherever_stored():
     assert f[2] == f[5] and f[0] == f[7] and len(set(f.tolist())) == 6
     sliced = fingerprints(pd.Series(values, dtype="str").array[2:])
     assert list(sliced) == list(f[2:])
+    # a short string's fingerprint does not depend on whether its array also holds a long one
+    short_only = fingerprints(["a", "", "ab", "é"])
+    assert list(short_only) == [f[0], f[1], f[2], f[4]]
+    eight = ["abcdefgh", "abcdefg", "abcdefghi"]
+    assert fingerprints(eight[:2]).tolist() == fingerprints(eight).tolist()[:2]
 
 
 def test_progress_is_reported_while_reading_a_large_file(tmp_path):

@@ -32,6 +32,8 @@ _WS[[9, 10, 11, 12, 13, 32]] = True
 _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0"): ord("9") + 1] = True
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
+# the ASCII whitespace bytes other than the delimiter and line ends (a \r is one only before \n)
+_OTHER_WS = {b" ": (b"\t", b"\x0b", b"\x0c"), b"\t": (b" ", b"\x0b", b"\x0c")}
 
 
 def _pieces(column: pa.ChunkedArray):
@@ -109,11 +111,14 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
         return None  # a row with another column count, invalid UTF-8, a value that is not a number
     if table.num_rows == 0:
         return None
+    # no other whitespace byte in the whole block (a few memchr scans) means none inside any
+    # field: then each column is checked only for empty fields
+    spaced = any(chunk.find(b) >= 0 for b in _OTHER_WS[delimiter])
     for i in range(ncols):
         if i == layout.value_at and not layout.integer:
             continue
         last_trec = layout.extra_allowed and i == ncols - 1
-        if not _clean(table.column(i), whitespace_ok=last_trec):
+        if not _clean(table.column(i), whitespace_ok=last_trec or not spaced):
             return None
     qids = table.column(layout.query_at)
     if any(np.any(data[offsets[:-1] - offsets[0]] == ord("#")) for offsets, data in _pieces(qids)):

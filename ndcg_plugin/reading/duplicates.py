@@ -12,6 +12,7 @@ from ..columns import as_arrow_strings, columns_of, fingerprints, group_codes
 from ..errors import VALUE_COLUMN, InputError, Kind
 
 POLICIES = ("error", "first", "max")
+_Q_MIX = np.uint64(0xD6E8FEB86659FD93)  # the query code's multiplier, other than the fingerprint's
 
 
 def _columns(table):
@@ -45,7 +46,7 @@ def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | No
     def pair_keys() -> np.ndarray:
         keys = fingerprints(docs)
         with np.errstate(over="ignore"):
-            keys ^= q_codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+            keys ^= q_codes.astype(np.uint64) * _Q_MIX
         return keys
 
     ordered = pair_keys()
