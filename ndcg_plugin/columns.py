@@ -5,7 +5,8 @@ Hashing millions of distinct doc ids in a hash table costs more than the rest of
 Instead each string's first 8 and last 8 bytes are read as two 64-bit words (unaligned loads
 through a strided view of the byte buffer, masked to the string's length) and mixed with its
 length; a string of at most 8 bytes is its first word, so its last word is not read (the
-fingerprint of a string depends on the string alone, not on the other strings of its array). For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
+fingerprint of a string depends on the string alone, not on the other strings of its array).
+For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
 longer ids that agree on both ends and length collide. Fingerprints are only a filter: equal
 strings always have equal fingerprints, so distinct fingerprints prove distinct strings, and
 callers confirm equal fingerprints on the strings themselves.
