@@ -140,6 +140,32 @@ def cmd_eval(args) -> int:
     measures = _parse_measures([*args.measures, *args.more_measures])
     if args.engine == "spark":
         return _eval_spark(args, measures)
+    opened = None
+    if _streams(args, measures):  # the run's first blocks are parsed while the qrels are read
+        from .stream import RunFile
+        opened = RunFile(args.run, args.run_format, args.block_size, _progress(args))
+    try:
+        return _eval_tables(args, measures, opened)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _streams(args, measures: list) -> bool:
+    """True when the run file is evaluated as it streams: every measure is the engine's."""
+    if not measures or args.provider or args.block_size <= 0 or args.run == "-":
+        return False
+    try:
+        return all(route(m) == "ndcg_plugin" for m in measures)
+    except ValueError:  # no provider computes one of them: said where the measures are evaluated
+        return False
+
+
+def _progress(args):
+    return _Progress(args.run) if sys.stderr.isatty() else None
+
+
+def _eval_tables(args, measures: list, opened) -> int:
     qrels, dataset = _read_qrels(args)
     if not measures:
         if dataset is None:
@@ -154,15 +180,15 @@ def cmd_eval(args) -> int:
         note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
         print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
               f"{' '.join(map(str, official))}{note}", file=sys.stderr)
-    progress = _Progress(args.run) if sys.stderr.isatty() else None
-    streams = (not args.provider and args.block_size > 0 and args.run != "-"
-               and all(route(m) == "ndcg_plugin" for m in measures))
-    if streams:  # every measure is the engine's: the run file is evaluated as it streams
+    if opened is not None:
+        run, options = opened, {"run_format": args.run_format, "duplicates": args.duplicates}
+    elif _streams(args, measures):  # every measure is the engine's: the run file is evaluated as it streams
         run = args.run
-        options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": progress,
+        options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": _progress(args),
                    "block_bytes": args.block_size}
     else:
-        run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates, progress=progress)
+        run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
+                    progress=_progress(args))
         options = None
     try:
         # every measure the plugin's engine computes is computed by it, from the tables read above

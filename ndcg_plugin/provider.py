@@ -283,7 +283,8 @@ class TableEvaluation:
     engine computes (the plugin's and the built-ins of :data:`BUILTINS`) are computed from the
     tables directly, with trec_eval's tie rule; the others by ir-measures' DefaultPipeline.
 
-    ``run`` may also be the path of a run file when every measure is the engine's
+    ``run`` may also be the path of a run file (or a :class:`ndcg_plugin.stream.RunFile`) when
+    every measure is the engine's
     (:attr:`streams`): it is then evaluated as it streams (:func:`ndcg_plugin.stream.compute_file`,
     with ``stream_options``), in memory bounded by the block size."""
 
@@ -299,7 +300,8 @@ class TableEvaluation:
 
     @property
     def streams(self) -> bool:
-        return isinstance(self.run, (str, os.PathLike))
+        from .stream import RunFile
+        return isinstance(self.run, (str, os.PathLike, RunFile))
 
     def _evaluator(self) -> NdcgPluginEvaluator:
         from . import engine  # imported on use: `import ndcg_plugin` stays light

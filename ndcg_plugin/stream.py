@@ -90,51 +90,95 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield pending
 
 
-def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
-    """The items of ``items``, produced on a worker thread up to ``depth`` ahead of the consumer:
-    the next block is read and parsed (Arrow and numpy release the GIL) while this one is
-    evaluated. Items, and the exception that ends them, come in their order; when the consumer
-    stops early, the worker stops at its next item and closes ``items``."""
-    slots: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    end = object()
+class ReadAhead:
+    """The items of ``items``, produced on a worker thread (started at once) up to ``depth``
+    ahead of the consumer: the next block is read and parsed (Arrow and numpy release the GIL)
+    while this one is evaluated. Items, and the exception that ends them, come in their order;
+    :meth:`close` (or the consumer's ``for`` loop ending early) stops the worker at its next
+    item and closes ``items``."""
 
-    def put(item) -> bool:
-        while not stop.is_set():
+    _END = object()
+
+    def __init__(self, items: Iterator, depth: int = 2):
+        self._slots: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._done = False
+        self._worker = threading.Thread(target=self._work, args=(items,), name="ndcg-plugin-read-ahead", daemon=True)
+        self._worker.start()
+
+    def _put(self, entry) -> bool:
+        while not self._stop.is_set():
             try:
-                slots.put(item, timeout=0.05)
+                self._slots.put(entry, timeout=0.05)
                 return True
             except queue.Full:
                 continue
         return False
 
-    def work() -> None:
+    def _work(self, items: Iterator) -> None:
         try:
             for item in items:
-                if not put((item, None)):
+                if not self._put((item, None)):
                     break
             else:
-                put((end, None))
+                self._put((self._END, None))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            put((end, e))
+            self._put((self._END, e))
         finally:
             close = getattr(items, "close", None)
             if close is not None:
                 close()
 
-    worker = threading.Thread(target=work, name="ndcg-plugin-read-ahead", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item, error = slots.get()
+    def __iter__(self) -> ReadAhead:
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        item, error = self._slots.get()
+        if item is self._END:
+            self.close()
             if error is not None:
                 raise error
-            if item is end:
-                return
-            yield item
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        self._done = True
+        self._stop.set()
+        self._worker.join()
+
+
+def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """See :class:`ReadAhead`: a generator over it, so that leaving a ``for`` loop closes it."""
+    ahead = ReadAhead(items, depth)
+    try:
+        yield from ahead
     finally:
-        stop.set()
-        worker.join()
+        ahead.close()
+
+
+class RunFile:
+    """A run file opened for streaming: its first blocks are read and parsed on a worker
+    thread from the moment it is opened (the CLI opens it before reading the qrels)."""
+
+    def __init__(self, path: Any, run_format: str = "auto", block_bytes: int = BLOCK_BYTES, progress=None):
+        self.path, self.run_format, self.progress = path, run_format, progress
+        self.source = source_name(path, "<stream>")
+        self.blocks: ReadAhead | None = ReadAhead(
+            parse_blocks(blocks(path, self.source, block_bytes, progress), self.source, "run", run_format))
+
+    def take_blocks(self) -> ReadAhead:
+        """The parsed blocks (once)."""
+        if self.blocks is None:
+            raise RuntimeError(f"the blocks of {self.source} were already taken")
+        out, self.blocks = self.blocks, None
+        return out
+
+    def close(self) -> None:
+        if self.blocks is not None:
+            self.blocks.close()
+            self.blocks = None
 
 
 def _no_rows() -> Parsed:
@@ -153,23 +197,32 @@ def _merge(out: dict, part: dict, present: np.ndarray) -> None:
 
 def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
                  duplicates: str = "error", block_bytes: int = BLOCK_BYTES, progress=None) -> dict:
-    """Per-query values of every spec for the run file ``run`` (a path, or ``-``), as
-    :func:`ndcg_plugin.engine.compute` gives them for the whole file read into memory."""
+    """Per-query values of every spec for the run file ``run`` (a path, ``-``, or a
+    :class:`RunFile` opened with the same options), as :func:`ndcg_plugin.engine.compute`
+    gives them for the whole file read into memory."""
     specs = list(dict.fromkeys(specs))
     reading.check_options("run", run_format, duplicates)
-    source = source_name(run, "<stream>")
-    if not reading.sources.is_path(run) or str(run) == "-":
-        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, progress=progress)
+    opened = run if isinstance(run, RunFile) else None
+    path = opened.path if opened is not None else run
+    source = source_name(path, "<stream>")
+    if not reading.sources.is_path(path) or str(path) == "-":
+        table = reading.read(path, "run", run_format=run_format, duplicates=duplicates, progress=progress)
         return engine.compute(index, table, specs)
+    if opened is None:
+        opened = RunFile(path, run_format, block_bytes, progress)
+    pieces = opened.take_blocks()
     try:
-        return _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress)
+        try:
+            return _stream(index, pieces, source, specs, duplicates)
+        finally:
+            pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
-        table = reading.read(run, "run", run_format=run_format, duplicates=duplicates, source=source,
-                             progress=progress)
+        table = reading.read(path, "run", run_format=opened.run_format, duplicates=duplicates, source=source,
+                             progress=opened.progress)
         return engine.compute(index, table, specs)
 
 
-def _stream(index, run, source, specs, run_format, duplicates, block_bytes, progress) -> dict:
+def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
     empty = engine.compute(index, _no_rows(), specs, counts=[])
     out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                             None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
@@ -177,7 +230,6 @@ def _stream(index, run, source, specs, run_format, duplicates, block_bytes, prog
     counts: list = []
     pending_error: Exception | None = None
     any_rows = False
-    pieces = read_ahead(parse_blocks(blocks(run, source, block_bytes, progress), source, "run", run_format))
     for part in complete_queries(pieces):
         any_rows = True
         groups = group_codes(part.query_id)  # computed once: for the checks below and the engine

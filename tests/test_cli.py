@@ -270,3 +270,19 @@ def test_jsonl_omits_queries_without_a_value_and_writes_a_missing_aggregate_as_n
     assert main(["eval", str(DATA / "tiny.qrels"), str(run), "MRR_ignore@3", "-q", "-o", "jsonl"]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [
         {"measure": "MRR_ignore@3", "value": None}]
+
+
+def test_the_run_opened_early_keeps_the_order_of_errors(tmp_path, capsys):
+    # eval starts reading the run before the qrels: a bad qrels file is still the error reported,
+    # and a missing run is reported as before, once the qrels are read
+    bad_qrels = tmp_path / "bad.qrels"
+    bad_qrels.write_text("q1 0 a x\n")
+    good_qrels = tmp_path / "good.qrels"
+    good_qrels.write_text("q1 0 a 1\n")
+    bad_run = tmp_path / "bad.run"
+    bad_run.write_text("q1 Q0 a 1 nope t\n")
+    assert main(["eval", str(bad_qrels), str(bad_run), "NDCG_lin@10"]) == 2
+    assert f"{bad_qrels}:1" in capsys.readouterr().err
+    assert main(["eval", str(good_qrels), str(tmp_path / "missing.run"), "NDCG_lin@10"]) == 2
+    err = capsys.readouterr().err
+    assert "missing.run" in err and "file not found" in err and "Traceback" not in err

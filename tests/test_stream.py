@@ -183,3 +183,22 @@ def test_read_ahead_stops_and_closes_its_source_when_the_consumer_stops():
     items.close()  # as a for loop left by an exception (a query seen again, a bad line) does
     assert closed.is_set()
     assert not any(t.name == "ndcg-plugin-read-ahead" for t in threading.enumerate())
+
+
+def test_a_run_file_opened_before_the_qrels_streams_as_a_path_does(tmp_path):
+    import threading
+
+    from ndcg_plugin.stream import RunFile
+    qrels = read("q1 0 a 1\nq2 0 b 2\n", "qrels")
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 b 1 3 t\nq1 Q0 c 1 0 t\n")  # q1 again: read again whole
+    specs = [engine.spec_of(m) for m in (NDCG_lin @ 10, MRR_zero @ 10)]
+    index = engine.QrelsIndex(qrels)
+    expected = compute_file(index, path, specs, block_bytes=16)
+    opened = RunFile(path, block_bytes=16)
+    got = compute_file(index, opened, specs)
+    assert {s: v.values.tolist() for s, v in got.items()} == {s: v.values.tolist() for s, v in expected.items()}
+    assert got[specs[1]].values.tolist() == [1.0, 1.0]  # hand: q1's relevant 'a' ranks first, q2's 'b' too
+    never_used = RunFile(path)
+    never_used.close()  # as the CLI does when the qrels are bad
+    assert not any(t.name == "ndcg-plugin-read-ahead" for t in threading.enumerate())
