@@ -35,8 +35,8 @@ _CHUNK = 1 << 20
 def as_arrow_strings(values: Any) -> pa.ChunkedArray:
     """An Arrow string column for a pandas string array (its chunks, no copy), an Arrow array,
     an object ndarray or a list."""
-    if hasattr(values, "_pa_array"):  # pandas ArrowStringArray
-        values = values._pa_array
+    if hasattr(values, "__arrow_array__") and not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.__arrow_array__()  # Arrow's public protocol: pandas' Arrow-backed arrays, no copy
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, type=pa.large_string())
     if isinstance(arr, pa.Array):
         arr = pa.chunked_array([arr])

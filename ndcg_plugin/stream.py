@@ -181,11 +181,6 @@ class RunFile:
             self.blocks = None
 
 
-def _no_rows() -> Parsed:
-    none = pa.array([], type=pa.large_string())
-    return Parsed(LAYOUTS["trec"], none, none, np.zeros(0), np.zeros(0, dtype=np.int64))
-
-
 def _merge(out: dict, part: dict, present: np.ndarray) -> None:
     for spec, vals in part.items():
         acc = out[spec]
@@ -223,7 +218,7 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
 
 
 def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
-    empty = engine.compute(index, _no_rows(), specs, counts=[])
+    empty = engine.compute(index, Parsed.empty(LAYOUTS["trec"]), specs, counts=[])
     out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                             None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
     seen: set[str] = set()

@@ -24,7 +24,6 @@ given is modified, and nothing about a returned table is remembered.
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -115,8 +114,3 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
                          "of namedtuples")
     return resolve_duplicates(table, kind, duplicates, src)
 
-
-def describe(data: Any, kind: Kind) -> str:
-    if isinstance(data, (str, os.PathLike)):
-        return "<stdin>" if str(data) == "-" else str(data)
-    return f"{kind} {type(data).__name__}"

@@ -34,6 +34,13 @@ class Parsed:
     def __len__(self) -> int:
         return len(self.value)
 
+    @classmethod
+    def empty(cls, layout: Layout) -> Parsed:
+        """No rows, in the reader's columns."""
+        none = pa.array([], type=pa.large_string())
+        return cls(layout, none, none, np.zeros(0, dtype=np.int64 if layout.integer else np.float64),
+                   np.zeros(0, dtype=np.int64))
+
 
 def _ids(raw: list[bytes]) -> pa.Array:
     return pa.array(raw, type=pa.large_binary()).cast(pa.large_string())

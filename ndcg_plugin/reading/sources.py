@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+import numpy as np
+
 from ..errors import InputError
 from . import columnar, lines
 from .formats import delimiter_of, first_data_line, layout_for
@@ -202,7 +204,6 @@ def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: st
         if delimiter is not None:
             parsed = columnar.parse_block(chunk, layout, delimiter, file_start)
             if parsed is not None:
-                import numpy as np
                 parsed.line = np.arange(first_line, first_line + len(parsed), dtype=np.int64)
                 first_line += len(parsed)
         if parsed is None:
