@@ -20,6 +20,7 @@ import ir_measures
 from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
 from .errors import DatasetError, InputError
+from .formatting import format_value, places_option
 from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
 from .provider import evaluate_tables, route
 
@@ -44,10 +45,6 @@ def _parse_measures(strings: Sequence[str]) -> list:
         raise UsageError(str(e)) from None
 
 
-def _format_value(value: float, places: int) -> str:
-    return f"{value:.{places}f}" if places >= 0 else repr(float(value))
-
-
 def _csv_line(*fields: str) -> str:
     buf = io_module.StringIO()
     csv.writer(buf, lineterminator="").writerow(fields)
@@ -58,21 +55,21 @@ def _emit(args, qid: str | None, measure, value: float) -> None:
     """One result line. ``qid`` None: the aggregate (``all`` in tsv under -q, trec_eval and csv)."""
     if args.output == "trec_eval":  # trec_eval's own layout: printf("%-22s\t%s\t%6.4f\n", ...)
         print(f"{str(measure):<22}\t{SUMMARY_QID if qid is None else qid}\t"
-              + (f"{value:6.{args.places}f}" if args.places >= 0 else repr(float(value))))
+              + (f"{value:6.{args.places}f}" if args.places >= 0 else format_value(value, args.places)))
     elif args.output == "csv":
         if not getattr(args, "csv_header_written", False):  # written with the first value, not before an error
             print(_csv_line("query_id", "measure", "value"))
             args.csv_header_written = True
-        print(_csv_line(SUMMARY_QID if qid is None else qid, str(measure), _format_value(value, args.places)))
+        print(_csv_line(SUMMARY_QID if qid is None else qid, str(measure), format_value(value, args.places)))
     elif args.output == "jsonl":
         rec = {"query_id": qid, "measure": str(measure), "value": None if math.isnan(value) else float(value)}
         if qid is None:
             del rec["query_id"]
         print(json.dumps(rec))
     elif qid is None:
-        print(f"{measure}\t{_format_value(value, args.places)}")
+        print(f"{measure}\t{format_value(value, args.places)}")
     else:
-        print(f"{qid}\t{measure}\t{_format_value(value, args.places)}")
+        print(f"{qid}\t{measure}\t{format_value(value, args.places)}")
 
 
 class _Progress:
@@ -367,24 +364,26 @@ def cmd_measures(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
-                                "checked against trec_eval.")
-    sub = p.add_subparsers(dest="command", required=True)
+def _parents() -> dict[str, argparse.ArgumentParser]:
+    """Options shared by subcommands, defined once: the two input files, how files are read, and
+    the number of decimal places."""
+    files = argparse.ArgumentParser(add_help=False)
+    files.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
+                       "msmarco-passage/dev/small")
+    files.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
+    reading = argparse.ArgumentParser(add_help=False)
+    reading.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
+                         help="run file format (default: detected from the first line)")
+    reading.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
+                         help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
+                              "or keep the highest score/label")
+    places = argparse.ArgumentParser(add_help=False)
+    places.add_argument("-p", "--places", type=places_option, default=4, help="decimal places (default 4; -1: all)")
+    return {"files": files, "reading": reading, "places": places}
 
-    def common(sp):
-        sp.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
-                        "msmarco-passage/dev/small")
-        sp.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
-        sp.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
-                        help="run file format (default: detected from the first line)")
-        sp.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
-                        help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
-                             "or keep the highest score/label")
-        sp.add_argument("-p", "--places", type=int, default=4, help="decimal places (default 4; -1: all)")
 
-    e = sub.add_parser("eval", help="evaluate a run")
-    common(e)
+def _add_eval(sub, parents: dict) -> None:
+    e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
     e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
                    "(default with a dataset id: its official measures)")
     e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
@@ -406,18 +405,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --engine spark: the Spark master (default local[*])")
     e.set_defaults(func=cmd_eval)
 
-    c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval")
-    common(c)
+
+def _add_crosscheck(sub, parents: dict) -> None:
+    c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval",
+                       parents=[parents["files"], parents["reading"], parents["places"]])
     c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(DEFAULT_MEASURES)})")
     c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
                    "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
     c.set_defaults(func=cmd_crosscheck)
 
-    c2 = sub.add_parser("compare", help="compare runs with paired significance tests; Markdown/LaTeX tables")
-    c2.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
-    c2.add_argument("runs", nargs="+", help="two or more run files")
-    c2.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
-    compare_error = c2.error
+
+def _add_compare(sub, parents: dict) -> None:
+    c = sub.add_parser("compare", help="compare runs with paired significance tests; Markdown/LaTeX tables",
+                       parents=[parents["reading"], parents["places"]])
+    c.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
+    c.add_argument("runs", nargs="+", help="two or more run files")
+    c.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
+    compare_error = c.error
 
     def error_with_hint(message: str):
         if "required: qrels" in message or "the following arguments are required" in message:
@@ -425,32 +429,30 @@ def build_parser() -> argparse.ArgumentParser:
                         "ndcg-plugin compare QRELS RUN1 RUN2 -m NDCG_lin@10 MRR_zero@10")
         compare_error(message)
 
-    c2.error = error_with_hint
-    c2.add_argument("--baseline", help="the run the others are tested against (default: the first)")
-    c2.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
-    c2.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
-                    help="paired test over queries (default t)")
-    c2.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
-                    help="multiple-comparison correction over (run, measure) pairs (default holm)")
-    c2.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    c2.add_argument("--permutations", type=int, default=10_000,
-                    help="randomization flips / bootstrap resamples (default 10000; seeded)")
-    c2.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
-    c2.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
-    c2.add_argument("-p", "--places", type=int, default=4, help="decimal places (default 4)")
-    c2.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto", help="as for eval")
-    c2.add_argument("--duplicates", choices=["error", "first", "max"], default="error", help="as for eval")
-    c2.set_defaults(func=cmd_compare)
+    c.error = error_with_hint
+    c.add_argument("--baseline", help="the run the others are tested against (default: the first)")
+    c.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
+    c.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
+                   help="paired test over queries (default t)")
+    c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
+                   help="multiple-comparison correction over (run, measure) pairs (default holm)")
+    c.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    c.add_argument("--permutations", type=int, default=10_000,
+                   help="randomization flips / bootstrap resamples (default 10000; seeded)")
+    c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    c.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
+    c.set_defaults(func=cmd_compare)
 
-    x = sub.add_parser("explain", help="show how one query's score is computed")
-    common(x)
+
+def _add_explain(sub, parents: dict) -> None:
+    x = sub.add_parser("explain", help="show how one query's score is computed",
+                       parents=[parents["files"], parents["reading"], parents["places"]])
     x.add_argument("--query", required=True, help="the query id")
     x.add_argument("-m", "--measure", required=True, help="one plugin measure, e.g. NDCG_exp@10")
     x.set_defaults(func=cmd_explain)
 
-    m = sub.add_parser("measures", help="list the plugin's measures and their parameters")
-    m.set_defaults(func=cmd_measures)
 
+def _add_datasets(sub) -> None:
     d = sub.add_parser("datasets", help="ir-datasets collections: seed the cache offline, show what is present")
     dsub = d.add_subparsers(dest="datasets_command", required=True)
     ds = dsub.add_parser("seed", help="place local qrels/queries files where ir-datasets reads them")
@@ -463,6 +465,19 @@ def build_parser() -> argparse.ArgumentParser:
     di = dsub.add_parser("info", help="official measures and the local state of a dataset's qrels and queries")
     di.add_argument("dataset", help="ir-datasets id")
     di.set_defaults(func=cmd_datasets_info)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
+                                "checked against trec_eval.")
+    sub = p.add_subparsers(dest="command", required=True)
+    parents = _parents()
+    _add_eval(sub, parents)
+    _add_crosscheck(sub, parents)
+    _add_compare(sub, parents)
+    _add_explain(sub, parents)
+    sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(func=cmd_measures)
+    _add_datasets(sub)
     return p
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import reading
+from .formatting import format_value
 from .measures import MRR_ignore, parse_measures
 
 
@@ -184,7 +185,7 @@ def _cells(table: pd.DataFrame, places: int, bold, mark) -> list[list[str]]:
     for name, row in table.iterrows():
         cells = [str(name)]
         for m in measures:
-            text = f"{row[m]:.{places}f}" if not math.isnan(row[m]) else "-"
+            text = format_value(row[m], places) if not math.isnan(row[m]) else "-"
             if not math.isnan(row[m]) and row[m] == best[m]:
                 text = bold(text)
             if row.get(f"sig:{m}") is True:

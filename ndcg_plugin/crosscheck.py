@@ -30,6 +30,7 @@ from typing import Any
 
 import ir_measures
 
+from .formatting import ALL_DIGITS, format_value
 from .measures import PluginMeasure
 from .provider import NdcgPluginProvider
 
@@ -217,15 +218,18 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
 
 
 def format_rows(rows: list[Row], places: int = 4) -> str:
-    head = f"{'measure':<28}{'ours':>12}{'trec_eval':>12}{'max |diff|':>13}  verdict"
+    """The rows as a table; ``places`` -1 prints every digit of both values."""
+    width = 24 if places == ALL_DIGITS else 12
+    head = f"{'measure':<28}{'ours':>{width}}{'trec_eval':>{width}}{'max |diff|':>13}  verdict"
     lines = [head]
     for r in rows:
         shown = places
-        while r.trec_eval is not None and shown < 17 and f"{r.ours:.{shown}f}" != f"{r.trec_eval:.{shown}f}" \
+        while places != ALL_DIGITS and r.trec_eval is not None and shown < 17 \
+                and f"{r.ours:.{shown}f}" != f"{r.trec_eval:.{shown}f}" \
                 and round(r.ours, shown) != round(r.trec_eval, shown) and abs(r.ours - r.trec_eval) < 10 ** -shown:
             shown += 1  # values that agree but print differently: enough digits to show why they match
-        te = "-" if r.trec_eval is None else f"{r.trec_eval:.{shown}f}"
+        te = "-" if r.trec_eval is None else format_value(r.trec_eval, shown)
         md = "-" if r.max_diff is None else f"{r.max_diff:.1e}"
-        ours = f"{r.ours:.{shown}f}"
-        lines.append(f"{r.measure:<28}{ours:>12}{te:>12}{md:>13}  {r.verdict}")
+        ours = format_value(r.ours, shown)
+        lines.append(f"{r.measure:<28}{ours:>{width}}{te:>{width}}{md:>13}  {r.verdict}")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine, reading
+from .formatting import format_value
 from .measures import PluginMeasure
 
 
@@ -32,7 +33,7 @@ class Explanation:
 
     def text(self, places: int = 4) -> str:
         out = [f"query {self.query_id}: {self.measure}"]
-        fmt = {c: (lambda v, p=places: f"{v:.{p}f}") for c in ("score", "gain", "discount", "contribution", "dcg",
+        fmt = {c: (lambda v, p=places: format_value(v, p)) for c in ("score", "gain", "discount", "contribution", "dcg",
                                                              "idcg")}
         out.append(self.ranking.to_string(index=False, formatters=fmt))
         if self.ideal is not None:

@@ -286,3 +286,25 @@ def test_the_run_opened_early_keeps_the_order_of_errors(tmp_path, capsys):
     assert main(["eval", str(good_qrels), str(tmp_path / "missing.run"), "NDCG_lin@10"]) == 2
     err = capsys.readouterr().err
     assert "missing.run" in err and "file not found" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["eval", "crosscheck", "compare", "explain"])
+def test_places_minus_one_prints_every_digit_in_every_subcommand(command, tmp_path, capsys):
+    # hand: one query, relevant d1 at rank 2 of 2: NDCG_lin@10 = (1/log2(3)) / 1 = 0.6309297535714574
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    runs = []
+    for name in ("a.run", "b.run"):
+        runs.append(tmp_path / name)
+        runs[-1].write_text("q1 Q0 d0 1 2 t\nq1 Q0 d1 2 1 t\n")
+    args = {"eval": ["eval", str(qrels), str(runs[0]), "NDCG_lin@10"],
+            "crosscheck": ["crosscheck", str(qrels), str(runs[0]), "-m", "NDCG_lin@10"],
+            "compare": ["compare", str(qrels), str(runs[0]), str(runs[1]), "-m", "NDCG_lin@10"],
+            "explain": ["explain", str(qrels), str(runs[0]), "--query", "q1", "-m", "NDCG_lin@10"]}[command]
+    assert main([*args, "-p", "-1"]) in (0, 1)
+    assert repr(1 / math.log2(3)) in capsys.readouterr().out
+
+
+def test_places_below_minus_one_is_a_usage_error():
+    proc = run_cli("eval", "q", "r", "NDCG_lin@10", "-p", "-2")
+    assert proc.returncode == 2 and "expected an integer >= 0 or -1" in proc.stderr and "Traceback" not in proc.stderr
