@@ -65,7 +65,7 @@ def to_table(pieces: list[Parsed], kind: Kind):
     table = pd.DataFrame({"query_id": strings([p.query_id for p in pieces]),
                           "doc_id": strings([p.doc_id for p in pieces]),
                           VALUE_COLUMN[kind]: values.astype(np.int64 if kind == "qrels" else np.float64),
-                          "line": np.concatenate([p.line for p in pieces])})
+                          "line": np.concatenate([p.line for p in pieces])}, copy=False)  # all new arrays
     table.attrs["unit"] = "line"
     return table
 

@@ -94,9 +94,11 @@ def from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
     n = len(qids)
     if lines is None:
         lines = np.arange(n)
+    # copy=False: the value column is a new array (check_values converts with astype), and a
+    # DataFrame's numeric columns would otherwise be copied once more, into one block
     return pd.DataFrame({
         "query_id": _ids(qids, source, "query_id"),
         "doc_id": _ids(dids, source, "doc_id"),
         VALUE_COLUMN[kind]: check_values(values, source, kind, lines),
-        "line": lines,
-    })
+        "line": np.array(lines, dtype=np.int64),
+    }, copy=False)
