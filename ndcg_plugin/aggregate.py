@@ -3,7 +3,9 @@
 ir-measures aggregates through ``measure.aggregator()``, which sees only the per-query values,
 unchanged. So the per-query value of HitRate_item is an :class:`ItemValue`: a float (the
 per-query ratio) that also carries its numerator and denominator, which :class:`MicroAgg`
-sums. MRR_ignore's "no value" is NaN, which :class:`NanSkipMeanAgg` leaves out.
+sums. MRR_ignore's "no value" is NaN, which :class:`NanSkipMeanAgg` leaves out (``iter_calc``
+yields no Metric at all for a query with no value for any measure asked: see
+``NdcgPluginEvaluator.metrics``).
 """
 from __future__ import annotations
 

@@ -188,8 +188,9 @@ class _MRR(PluginMeasure):
         RR@k(q) = 1 / rank of the first doc with rel >= rel_threshold, if that rank <= k
         zero:   RR@k(q) = 0 otherwise; aggregate = mean over all queries of the qrels
                 (the MS MARCO MRR@10 convention; trec_eval recip_rank with -M k)
-        ignore: RR@k(q) has no value otherwise (NaN in iter_calc); aggregate = mean over the
-                queries that have a value, NaN with a warning when none has
+        ignore: RR@k(q) has no value otherwise (iter_calc: no Metric for a query with no
+                value for any measure asked, else NaN); aggregate = mean over the queries
+                that have a value, NaN with a warning when none has
     """
     FAMILY = "mrr"
     SUPPORTED_PARAMS = _CUT_REL_PARAMS

@@ -195,8 +195,8 @@ class NdcgPluginEvaluator(Evaluator):
         return {m: results[s] for m, s in self.specs.items()}
 
     def iter_calc(self, run) -> Iterator[Metric]:
-        # every (measure, qrels query) pair is yielded by _iter_calc, so ir-measures' filling of
-        # absent pairs (a set of all pairs, hashed through repr) has nothing to do
+        # not Evaluator.iter_calc: it would fill the queries metrics() leaves out with the
+        # measure's DEFAULT (NaN for MRR_ignore), and it hashes every (measure, query) pair
         return self._iter_calc(run)
 
     def calc_aggregate(self, run) -> dict:
@@ -214,7 +214,14 @@ class NdcgPluginEvaluator(Evaluator):
         return self.metrics(self.values(run))
 
     def metrics(self, per_measure: dict) -> Iterator[Metric]:
-        """Per-query Metrics from :meth:`values`: by query (string order), then measure."""
+        """Per-query Metrics from :meth:`values`: by query (string order), then measure.
+
+        A query with no value for any of the measures (only MRR_ignore lacks values: no
+        relevant doc in the top k) yields no Metric, so that consumers that average the values
+        they get (PyTerrier's ``pt.Experiment``) average over the queries that have one. A
+        query with a value for some measure yields one Metric per measure, NaN where it has
+        none, so that every query they get has every measure (``pt.Experiment`` needs that).
+        ir-measures' aggregators skip the NaN: both give the aggregate of calc_aggregate."""
         columns = []
         for measure, vals in per_measure.items():
             if vals.hits is not None:
@@ -223,8 +230,11 @@ class NdcgPluginEvaluator(Evaluator):
                 col = vals.values.tolist()
             columns.append((measure, col))
         for i, qid in enumerate(self.query_ids):
-            for measure, col in columns:
-                yield Metric(query_id=qid, measure=measure, value=col[i])
+            row = [(measure, col[i]) for measure, col in columns]
+            if all(v != v for _, v in row):  # NaN everywhere: no value for this query
+                continue
+            for measure, value in row:
+                yield Metric(query_id=qid, measure=measure, value=value)
 
 
 class PipelineView(Provider):

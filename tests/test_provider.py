@@ -70,6 +70,34 @@ def test_iter_calc_yields_every_qrels_query_with_nan_for_mrr_ignore():
     assert {q for q, _ in got} == {"q1", "q2", "q3"}
 
 
+def test_iter_calc_yields_no_metric_for_a_query_without_any_value():
+    # q1: first relevant doc at rank 2; q2: none in the top 5; q3: not in the run; q4: rank 1
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}, "q4": {"d": 1}}
+    run = {"q1": {"z": 2.0, "a": 1.0}, "q2": {"x": 1.0}, "q4": {"d": 1.0}}
+    alone = [(m.query_id, m.value) for m in ir_measures.iter_calc([MRR_ignore @ 5], qrels, run)]
+    assert alone == [("q1", 0.5), ("q4", 1.0)]  # q2, q3: no value, so no Metric
+    # what a consumer that averages the values it gets finds is the aggregate, (1/2 + 1) / 2
+    expected = (0.5 + 1.0) / 2
+    assert sum(v for _, v in alone) / len(alone) == expected
+    assert ir_measures.calc_aggregate([MRR_ignore @ 5], qrels, run)[MRR_ignore @ 5] == expected
+    ev = ir_measures.providers.registry["ndcg_plugin"].evaluator([MRR_ignore @ 5], qrels)
+    assert ev.calc_aggregate(run)[MRR_ignore @ 5] == expected
+    assert ev.calc(run).aggregated[MRR_ignore @ 5] == expected  # ir-measures' Evaluator.calc
+    # next to a measure with a value for every query, every query has every measure (NaN: no value)
+    both = {(m.query_id, str(m.measure)): m.value
+            for m in ir_measures.iter_calc([MRR_ignore @ 5, HitRate @ 5], qrels, run)}
+    assert set(both) == {(q, m) for q in qrels for m in ("MRR_ignore@5", "HitRate@5")}
+    assert math.isnan(both[("q2", "MRR_ignore@5")]) and math.isnan(both[("q3", "MRR_ignore@5")])
+    assert [both[(q, "HitRate@5")] for q in sorted(qrels)] == [1.0, 0.0, 0.0, 1.0]
+    # two cutoffs: q1's first relevant doc is at rank 2, so MRR_ignore@1 has no value there
+    two = {(m.query_id, str(m.measure)): m.value
+           for m in ir_measures.iter_calc([MRR_ignore @ 1, MRR_ignore @ 5], qrels, run)}
+    assert set(two) == {(q, m) for q in ("q1", "q4") for m in ("MRR_ignore@1", "MRR_ignore@5")}
+    assert math.isnan(two[("q1", "MRR_ignore@1")]) and two[("q1", "MRR_ignore@5")] == 0.5
+    agg = ir_measures.calc_aggregate([MRR_ignore @ 1, MRR_ignore @ 5], qrels, run)
+    assert agg == {MRR_ignore @ 1: 1.0, MRR_ignore @ 5: expected}
+
+
 def test_calc_returns_aggregate_and_per_query():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": {"a": 1.0, "z": 0.5}, "q2": {"x": 1.0}}
