@@ -230,7 +230,7 @@ def _eval_spark(args, measures: list) -> int:
 
 
 def cmd_datasets_seed(args) -> int:
-    from .datasets import seed
+    from .dataset_seed import seed
     placed = []
     try:
         for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
