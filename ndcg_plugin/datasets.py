@@ -6,13 +6,18 @@ is loaded through its own API (``ir_datasets.load(id).qrels_iter()``); this modu
 - :func:`locate`, where ir-datasets reads a dataset's qrels or queries and what it expects
   there (used to name a missing file, by :func:`info`, and by :mod:`ndcg_plugin.dataset_seed`,
   which places local files there for offline use);
-- :func:`info`, what is present locally.
+- when ir-datasets has to download a missing file and cannot (offline, or a download that is
+  not the file it expects), one line naming the file, why, and the ``seed`` command, instead of
+  its warnings and a traceback; its progress while it downloads is shown as it draws it;
+- :func:`info`, what is present locally (it never downloads).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,24 +163,107 @@ def locate(dataset_id: str, kind: str) -> Target | None:
     return target
 
 
-def _missing_message(dataset_id: str, kind: str, path: Path) -> str:
-    flag = "--qrels" if kind == "qrels" else "--queries"
-    return (f"the {kind} of {dataset_id} are not in the ir-datasets cache (missing file {path}) and cannot "
-            f"be downloaded here; place a local copy with: ndcg-plugin datasets seed {dataset_id} {flag} FILE")
+class _HoldBack(logging.Filter):
+    """ir-datasets' log records while it may download, sorted so that a failed download ends in
+    one line of ours: records about failed attempts (warnings such as "Download failed: ...",
+    retries "download error: ... Retrying", a progress bar's "[error]") are held back; notices
+    (a data usage agreement, where a local copy could go) are held until a download really
+    starts ("[starting] URL"), then shown before its progress, which passes as it comes."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self.logger = logger
+        self.started = False
+        self.notices: list[logging.LogRecord] = []
+        self.failures: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.levelno >= logging.WARNING or text.startswith(("download error", "[error]")):
+            self.failures.append(record)
+            return False
+        if not self.started and text.startswith("[starting]"):
+            self.release_notices()
+        if not self.started:
+            self.notices.append(record)
+            return False
+        return True
+
+    def release_notices(self) -> None:
+        self.started = True
+        for record in self.notices:
+            self.logger.handle(record)
+        self.notices = []
+
+
+@contextlib.contextmanager
+def _failures_held_back() -> Iterator[None]:
+    """Within: ir-datasets' records sorted by :class:`_HoldBack`. When the block succeeds, what
+    was held back is shown after it (nothing is lost when a download works); when it raises,
+    it is dropped, for the caller's one line."""
+    logger = logging.getLogger("ir_datasets")
+    hold = _HoldBack(logger)
+    logger.addFilter(hold)
+    try:
+        yield
+        hold.release_notices()
+    finally:
+        logger.removeFilter(hold)
+    for record in hold.failures:
+        logger.handle(record)
+
+
+def _source_errors(error: BaseException) -> list[BaseException]:
+    """The error of each source a failed ir-datasets download tried: ir-datasets raises the one
+    source's own error, or ``RuntimeError('All download sources failed', [(source, error), ...])``
+    when there were several (checked against the pinned version by tests/test_datasets.py)."""
+    if isinstance(error, RuntimeError) and len(error.args) == 2 and isinstance(error.args[1], list):
+        found = [item[1] for item in error.args[1]
+                 if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], BaseException)]
+        # a local copy ir-datasets looks for first (IR_DATASETS_HOME/downloads/MD5) is no news
+        return [e for e in found if not isinstance(e, FileNotFoundError)] or found or [error]
+    return [error]
+
+
+def _reason(error: BaseException) -> str:
+    """One short line for one source's error."""
+    import requests  # what ir-datasets downloads with
+
+    url = getattr(getattr(error, "request", None), "url", None)
+    if isinstance(error, requests.RequestException) and not isinstance(error, requests.HTTPError) and url:
+        return f"{type(error).__name__} for {url}"
+    text = " ".join(str(error).split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _failure(dataset_id: str, target: Target | None, error: Exception) -> str:
+    """The one line for a failure to load a dataset's qrels through ir-datasets."""
+    from ir_datasets.util import HashVerificationError
+
+    seed = f"ndcg-plugin datasets seed {dataset_id} --qrels FILE"
+    errors = _source_errors(error)
+    reasons = "; ".join(dict.fromkeys(_reason(e) for e in errors))
+    if target is not None and not target.path.exists():
+        if any(isinstance(e, HashVerificationError) for e in errors):
+            return (f"ir-datasets downloaded the qrels of {dataset_id}, but not the file it expects ({reasons}); "
+                    f"nothing was placed at {target.path}; try again later, or place a local copy with: {seed}")
+        return (f"the qrels of {dataset_id} are not in the ir-datasets cache (missing file {target.path}) and "
+                f"ir-datasets could not download them ({reasons}); place a local copy with: {seed}")
+    return f"could not load the qrels of {dataset_id} through ir-datasets ({reasons}); offline, seed them with: {seed}"
 
 
 def load_qrels(dataset_id: str) -> pd.DataFrame:
-    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.reading.read`)."""
+    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.reading.read`). When they
+    are not in its cache, ir-datasets downloads them (showing its progress on stderr); when that
+    fails, one :class:`DatasetError` line names the missing file, why, and the ``seed`` command."""
     target = locate(dataset_id, "qrels")
-    if target is not None and not target.path.exists():
-        raise DatasetError(_missing_message(dataset_id, "qrels", target.path))
     ds = _load(dataset_id)
     try:
-        rows = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
-    except Exception as e:  # ir-datasets raises many kinds when offline
-        raise DatasetError(f"could not load the qrels of {dataset_id} through ir-datasets ({type(e).__name__}: "
-                           f"{e}); offline, seed them with: ndcg-plugin datasets seed {dataset_id} "
-                           f"--qrels FILE") from None
+        with _failures_held_back():
+            rows = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
+    except Exception as e:  # ir-datasets raises many kinds when a download fails
+        raise DatasetError(_failure(dataset_id, target, e)) from None
     table = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
     return reading.read(table, "qrels", source=f"ir-datasets {dataset_id} qrels")
 
