@@ -253,8 +253,8 @@ def cmd_datasets_info(args) -> int:
         if entry is None:
             print(f"{kind}: not provided by this dataset")
             continue
-        state = "present" if entry["present"] else "MISSING (seed with: ndcg-plugin datasets seed " \
-            f"{args.dataset} --{kind} FILE)"
+        state = "present" if entry["present"] else "MISSING (ir-datasets downloads it when first read; " \
+            f"offline: ndcg-plugin datasets seed {args.dataset} --{kind} FILE)"
         print(f"{kind}: {state} at {entry['path']}")
         if kind == "qrels" and entry["present"]:
             levels = ", ".join(f"{k}: {v}" for k, v in entry["relevance_levels"].items())
