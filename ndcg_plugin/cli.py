@@ -253,7 +253,7 @@ def _eval_spark(args, measures: list) -> int:
 
 
 def cmd_datasets_seed(args) -> int:
-    from .datasets import seed
+    from .dataset_seed import seed
     placed = []
     try:
         for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
@@ -276,8 +276,8 @@ def cmd_datasets_info(args) -> int:
         if entry is None:
             print(f"{kind}: not provided by this dataset")
             continue
-        state = "present" if entry["present"] else "MISSING (seed with: ndcg-plugin datasets seed " \
-            f"{args.dataset} --{kind} FILE)"
+        state = "present" if entry["present"] else "MISSING (ir-datasets downloads it when first read; " \
+            f"offline: ndcg-plugin datasets seed {args.dataset} --{kind} FILE)"
         print(f"{kind}: {state} at {entry['path']}")
         if kind == "qrels" and entry["present"]:
             levels = ", ".join(f"{k}: {v}" for k, v in entry["relevance_levels"].items())

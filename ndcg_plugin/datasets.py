@@ -1,26 +1,21 @@
-"""ir-datasets collections by id: qrels, official measures, and offline seeding of the cache.
+"""ir-datasets collections by id: qrels, official measures, and where ir-datasets keeps them.
 
 ir-datasets is imported lazily (it is slow to import and only needed for dataset ids). Data
 is loaded through its own API (``ir_datasets.load(id).qrels_iter()``); this module only adds:
 
-- a check, before loading, that the files ir-datasets will read are in its cache, so that an
-  offline machine gets one message naming the missing file and the ``seed`` command instead
-  of a page of download attempts;
-- :func:`seed`, which places local files where ir-datasets looks for them (under
-  ``IR_DATASETS_HOME``), in the form it reads them (plain or gzip), verifying the md5 that
-  ir-datasets records when the file is placed byte for byte, and the counts ir-datasets
-  records (lines, queries, relevance levels) when the file had to be transformed or no md5
-  is recorded;
-- :func:`info`, what is present locally.
+- :func:`locate`, where ir-datasets reads a dataset's qrels or queries and what it expects
+  there (used to name a missing file, by :func:`info`, and by :mod:`ndcg_plugin.dataset_seed`,
+  which places local files there for offline use);
+- when ir-datasets has to download a missing file and cannot (offline, or a download that is
+  not the file it expects), one line naming the file, why, and the ``seed`` command, instead of
+  its warnings and a traceback; its progress while it downloads is shown as it draws it;
+- :func:`info`, what is present locally (it never downloads).
 """
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
+import contextlib
 import logging
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -168,37 +163,107 @@ def locate(dataset_id: str, kind: str) -> Target | None:
     return target
 
 
-def _metadata(dataset_id: str, kind: str) -> dict:
-    irds = _irds()
-    meta_path = Path(irds.__file__).parent / "etc" / "metadata.json"
+class _HoldBack(logging.Filter):
+    """ir-datasets' log records while it may download, sorted so that a failed download ends in
+    one line of ours: records about failed attempts (warnings such as "Download failed: ...",
+    retries "download error: ... Retrying", a progress bar's "[error]") are held back; notices
+    (a data usage agreement, where a local copy could go) are held until a download really
+    starts ("[starting] URL"), then shown before its progress, which passes as it comes."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__()
+        self.logger = logger
+        self.started = False
+        self.notices: list[logging.LogRecord] = []
+        self.failures: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.levelno >= logging.WARNING or text.startswith(("download error", "[error]")):
+            self.failures.append(record)
+            return False
+        if not self.started and text.startswith("[starting]"):
+            self.release_notices()
+        if not self.started:
+            self.notices.append(record)
+            return False
+        return True
+
+    def release_notices(self) -> None:
+        self.started = True
+        for record in self.notices:
+            self.logger.handle(record)
+        self.notices = []
+
+
+@contextlib.contextmanager
+def _failures_held_back() -> Iterator[None]:
+    """Within: ir-datasets' records sorted by :class:`_HoldBack`. When the block succeeds, what
+    was held back is shown after it (nothing is lost when a download works); when it raises,
+    it is dropped, for the caller's one line."""
+    logger = logging.getLogger("ir_datasets")
+    hold = _HoldBack(logger)
+    logger.addFilter(hold)
     try:
-        meta = json.loads(meta_path.read_text())
-    except OSError:
-        return {}
-    entry = meta.get(dataset_id, {}).get(kind, {})
-    while "_ref" in entry:
-        entry = meta.get(entry["_ref"], {}).get(kind, {})
-    return entry
+        yield
+        hold.release_notices()
+    finally:
+        logger.removeFilter(hold)
+    for record in hold.failures:
+        logger.handle(record)
 
 
-def _missing_message(dataset_id: str, kind: str, path: Path) -> str:
-    flag = "--qrels" if kind == "qrels" else "--queries"
-    return (f"the {kind} of {dataset_id} are not in the ir-datasets cache (missing file {path}) and cannot "
-            f"be downloaded here; place a local copy with: ndcg-plugin datasets seed {dataset_id} {flag} FILE")
+def _source_errors(error: BaseException) -> list[BaseException]:
+    """The error of each source a failed ir-datasets download tried: ir-datasets raises the one
+    source's own error, or ``RuntimeError('All download sources failed', [(source, error), ...])``
+    when there were several (checked against the pinned version by tests/test_datasets.py)."""
+    if isinstance(error, RuntimeError) and len(error.args) == 2 and isinstance(error.args[1], list):
+        found = [item[1] for item in error.args[1]
+                 if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], BaseException)]
+        # a local copy ir-datasets looks for first (IR_DATASETS_HOME/downloads/MD5) is no news
+        return [e for e in found if not isinstance(e, FileNotFoundError)] or found or [error]
+    return [error]
+
+
+def _reason(error: BaseException) -> str:
+    """One short line for one source's error."""
+    import requests  # what ir-datasets downloads with
+
+    url = getattr(getattr(error, "request", None), "url", None)
+    if isinstance(error, requests.RequestException) and not isinstance(error, requests.HTTPError) and url:
+        return f"{type(error).__name__} for {url}"
+    text = " ".join(str(error).split())
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _failure(dataset_id: str, target: Target | None, error: Exception) -> str:
+    """The one line for a failure to load a dataset's qrels through ir-datasets."""
+    from ir_datasets.util import HashVerificationError
+
+    seed = f"ndcg-plugin datasets seed {dataset_id} --qrels FILE"
+    errors = _source_errors(error)
+    reasons = "; ".join(dict.fromkeys(_reason(e) for e in errors))
+    if target is not None and not target.path.exists():
+        if any(isinstance(e, HashVerificationError) for e in errors):
+            return (f"ir-datasets downloaded the qrels of {dataset_id}, but not the file it expects ({reasons}); "
+                    f"nothing was placed at {target.path}; try again later, or place a local copy with: {seed}")
+        return (f"the qrels of {dataset_id} are not in the ir-datasets cache (missing file {target.path}) and "
+                f"ir-datasets could not download them ({reasons}); place a local copy with: {seed}")
+    return f"could not load the qrels of {dataset_id} through ir-datasets ({reasons}); offline, seed them with: {seed}"
 
 
 def load_qrels(dataset_id: str) -> pd.DataFrame:
-    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.reading.read`)."""
+    """The dataset's qrels as a validated table (see :func:`ndcg_plugin.reading.read`). When they
+    are not in its cache, ir-datasets downloads them (showing its progress on stderr); when that
+    fails, one :class:`DatasetError` line names the missing file, why, and the ``seed`` command."""
     target = locate(dataset_id, "qrels")
-    if target is not None and not target.path.exists():
-        raise DatasetError(_missing_message(dataset_id, "qrels", target.path))
     ds = _load(dataset_id)
     try:
-        rows = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
-    except Exception as e:  # ir-datasets raises many kinds when offline
-        raise DatasetError(f"could not load the qrels of {dataset_id} through ir-datasets ({type(e).__name__}: "
-                           f"{e}); offline, seed them with: ndcg-plugin datasets seed {dataset_id} "
-                           f"--qrels FILE") from None
+        with _failures_held_back():
+            rows = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
+    except Exception as e:  # ir-datasets raises many kinds when a download fails
+        raise DatasetError(_failure(dataset_id, target, e)) from None
     table = pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
     return reading.read(table, "qrels", source=f"ir-datasets {dataset_id} qrels")
 
@@ -207,166 +272,6 @@ def official_measures(dataset_id: str) -> list[str]:
     """The measures ir-datasets documents as official for this dataset (may be empty)."""
     docs = _load(dataset_id).documentation() or {}
     return list(docs.get("official_measures") or [])
-
-
-# --- seeding ----------------------------------------------------------------------------------
-
-@dataclass
-class Seeded:
-    kind: str
-    path: Path
-    check: str  # what was verified
-
-
-def _md5(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _counts(owner: str, kind: str, text: str, source: str) -> tuple[bool, str]:
-    """(whether the content has the counts ir-datasets records for ``owner``, a summary)."""
-    from . import reading
-
-    meta = _metadata(owner, kind)
-    if kind == "qrels":
-        table = reading.read(text, "qrels", source=source)
-        counts = Counter(table["relevance"].tolist())
-        summary = f"{len(table)} judgments, {table['query_id'].nunique()} queries"
-        expected = meta.get("count")
-        by_value = meta.get("fields", {}).get("relevance", {}).get("counts_by_value")
-        if expected is not None and expected != len(table):
-            return False, f"{summary}, but ir-datasets records {expected} judgments for {owner}"
-        if by_value and {int(k): v for k, v in by_value.items()} != dict(counts):
-            return False, (f"relevance levels {dict(sorted(counts.items()))} differ from the "
-                           f"{dict(sorted((int(k), v) for k, v in by_value.items()))} ir-datasets records for {owner}")
-        return expected is not None, summary + (", counts match ir-datasets' metadata" if expected else "")
-    lines = [line for line in text.splitlines() if line.strip()]
-    bad = next((i for i, line in enumerate(lines, 1) if "\t" not in line), None)
-    if bad is not None:
-        raise DatasetError(f"{source}:{bad}: expected 'query_id<TAB>text' in a queries file")
-    expected = meta.get("count")
-    if expected is not None and expected != len(lines):
-        return False, f"{len(lines)} queries, but ir-datasets records {expected} for {owner}"
-    return expected is not None, f"{len(lines)} queries" + (", count matches ir-datasets' metadata" if expected else "")
-
-
-def _expected(target: Target, dataset_id: str, kind: str) -> str:
-    """What ir-datasets expects at the target, in words, for error messages."""
-    parts = []
-    if target.download:
-        md5 = f" (md5 {target.download_md5})" if target.download_md5 else ""
-        parts.append(f"the official {target.download}{md5}")
-    if target.md5:
-        parts.append(f"a file with md5 {target.md5}")
-    count = _metadata(target.owner, kind).get("count")
-    if count is not None:
-        parts.append(f"{count} {'judgments' if kind == 'qrels' else 'queries'}")
-    whose = target.owner if target.owner == dataset_id else f"{target.owner} (whose file {dataset_id} reads)"
-    return f"ir-datasets expects {' or '.join(parts) or 'another file'} at {target.path} for {whose}"
-
-
-def _write(path: Path, data: bytes) -> None:
-    """Through a temporary file in the same folder and a rename: an interrupted seed leaves
-    nothing half-written; the file gets the usual permissions (0644 under umask 022)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
-    """Check a local file against what ir-datasets expects for the file it would be placed as,
-    and place it. Accepted: the official download (its md5), the file byte for byte (the md5
-    recorded for it, also after CRLF line ends are made LF), or a file with the counts the
-    owning dataset records. Anything else is refused, naming what is expected; ``force``
-    places it anyway, but never over a file another dataset owns."""
-    from . import reading
-
-    target = locate(dataset_id, kind)
-    if target is None:
-        raise DatasetError(f"cannot tell where ir-datasets keeps the {kind} of {dataset_id}; seeding it is not "
-                           f"supported (place the file under IR_DATASETS_HOME by hand)")
-    try:
-        raw = source.read_bytes()
-    except OSError as e:
-        raise DatasetError(f"{source}: {e.strerror or e}") from None
-    is_gz = raw[:2] == b"\x1f\x8b"
-    try:
-        plain = gzip.decompress(raw) if is_gz else raw
-    except (OSError, EOFError) as e:
-        raise DatasetError(f"{source}: corrupt gzip data ({e})") from None
-    got_md5 = hashlib.md5(raw).hexdigest()
-    lf = plain.replace(b"\r\n", b"\n") if b"\r\n" in plain else None
-
-    def in_target_form(content: bytes) -> bytes:
-        return gzip.compress(content, mtime=0) if target.gzipped else content
-
-    data, check = None, None
-    if target.download_md5 and got_md5 == target.download_md5 and target.gzipped == is_gz:
-        data, check = raw, f"md5 {got_md5} is the official {target.download or 'download'}"
-    elif target.download_md5 and got_md5 == target.download_md5:
-        data = in_target_form(plain)
-        check = f"md5 {got_md5} is the official {target.download or 'download'}, " + (
-            "gzipped" if target.gzipped else "decompressed") + " as ir-datasets reads it"
-    elif target.md5 and hashlib.md5(in_target_form(plain) if not target.gzipped else raw).hexdigest() == target.md5:
-        data, check = (raw if target.gzipped else plain), f"md5 {target.md5} matches ir-datasets"
-    elif target.md5 and lf is not None and hashlib.md5(in_target_form(lf)).hexdigest() == target.md5:
-        data, check = in_target_form(lf), f"CRLF line ends made LF: md5 {target.md5} then matches ir-datasets"
-    if data is not None:
-        text = plain.decode("utf-8-sig")
-        check += "; " + _counts(target.owner, kind, text, str(source))[1]
-    else:
-        text = plain.decode("utf-8-sig", errors="replace")
-        try:
-            ok, summary = _counts(target.owner, kind, text, str(source))
-        except reading.InputError as e:
-            ok, summary = False, str(e)
-        recorded_md5 = target.md5 and not target.gzipped
-        if ok and not recorded_md5:
-            data, check = in_target_form(plain), "checked by content: " + summary
-        else:
-            reasons = [] if ok else [summary]
-            if recorded_md5:
-                reasons.append(f"md5 {got_md5} is not what ir-datasets records")
-            why = "; ".join(reasons) or summary
-            optional = "; queries are optional for evaluation: leave out --queries" if kind == "queries" else ""
-            if target.owner != dataset_id:
-                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)}; a different file "
-                                   f"there would change {target.owner} too, so it is not placed, not even with "
-                                   f"--force{optional}")
-            if not force:
-                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)} (--force places it "
-                                   f"anyway){optional}")
-            data, check = in_target_form(plain), f"placed despite: {why} (--force)"
-    _write(target.path, data)
-    return Seeded(kind, target.path, check)
-
-
-def seed(dataset_id: str, qrels: str | Path | None = None, queries: str | Path | None = None,
-         force: bool = False) -> Iterator[Seeded]:
-    """Place local qrels and/or queries files where ir-datasets reads them for ``dataset_id``,
-    yielding each file as it is placed (so a caller can say what was placed before an error)."""
-    if qrels is None and queries is None:
-        raise DatasetError("nothing to seed: give --qrels FILE and/or --queries FILE")
-    _load(dataset_id)  # an unknown id fails before anything is placed
-    if qrels is not None:
-        yield _place(dataset_id, "qrels", Path(qrels), force)
-    if queries is not None:
-        yield _place(dataset_id, "queries", Path(queries), force)
 
 
 def info(dataset_id: str) -> dict:

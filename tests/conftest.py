@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -28,10 +29,11 @@ def trec_eval_dir() -> Path:
     return shared_file("trec_eval")
 
 
-# ir-datasets never downloads in tests: every test process (and the CLI subprocesses it starts)
-# sees a temporary IR_DATASETS_HOME seeded here by plain copies of ../shared/data/msmarco-passage,
-# placed where ir-datasets' cache expects them (shared/data/README.md). Set before ir_datasets
-# is imported anywhere, since it reads the variable once.
+# ir-datasets never downloads from the internet in tests: every test process (and the CLI
+# subprocesses it starts) sees a temporary IR_DATASETS_HOME seeded here by plain copies of
+# ../shared/data/msmarco-passage, placed where ir-datasets' cache expects them
+# (shared/data/README.md). Set before ir_datasets is imported anywhere, since it reads the
+# variable once.
 SEED_MAP = {
     "msmarco-passage/dev/small/qrels": "qrels.dev-small.txt",
     "msmarco-passage/dev/small/queries.tsv": "queries.dev-small.tsv",
@@ -47,6 +49,27 @@ for cache_path, name in SEED_MAP.items():
         (IRDS_HOME / cache_path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, IRDS_HOME / cache_path)
 os.environ["IR_DATASETS_HOME"] = str(IRDS_HOME)
+os.environ["IR_DATASETS_TMP"] = str(IRDS_HOME / "tmp")
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then released): connecting is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ...and never reaches the internet at all: every HTTP(S) request goes through a "proxy" on a closed
+# local port, so an accidental download fails at once instead of downloading or hanging (requests,
+# which ir-datasets downloads with, reads these variables; the lower-case ones win, so both are
+# set). Only 127.0.0.1, where tests serve files of their own, is reached directly. One try per
+# download, a short timeout.
+NO_INTERNET = f"http://127.0.0.1:{closed_port()}"
+for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+    os.environ[name] = os.environ[name.lower()] = NO_INTERNET
+os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+os.environ["IR_DATASETS_DL_TRIES"] = "1"
+os.environ["IR_DATASETS_DL_TIMEOUT"] = "5"
 
 
 def msmarco_file(name: str) -> Path:

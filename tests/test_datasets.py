@@ -107,16 +107,16 @@ def test_seed_writes_through_a_temporary_file_with_readable_permissions(tmp_path
     # in a process of its own: ir-datasets reads IR_DATASETS_HOME once, at import
     script = f"""
 import os
-from ndcg_plugin import datasets
+from ndcg_plugin import dataset_seed, datasets
 os.umask(0o022)
-placed = list(datasets.seed({DL19!r}, qrels={str(msmarco_file("qrels.dl19-passage.txt"))!r}))
+placed = list(dataset_seed.seed({DL19!r}, qrels={str(msmarco_file("qrels.dl19-passage.txt"))!r}))
 print(oct(placed[0].path.stat().st_mode & 0o777), sorted(p.name for p in placed[0].path.parent.iterdir()))
 def interrupted(*args, **kwargs):
     raise KeyboardInterrupt
 os.replace = interrupted
 target = datasets.locate("msmarco-passage/dev/small", "qrels").path
 try:
-    list(datasets.seed("msmarco-passage/dev/small", qrels={str(msmarco_file("qrels.dev-small.txt"))!r}))
+    list(dataset_seed.seed("msmarco-passage/dev/small", qrels={str(msmarco_file("qrels.dev-small.txt"))!r}))
 except KeyboardInterrupt:
     print(target.exists(), sorted(os.listdir(target.parent)))
 """
