@@ -94,10 +94,14 @@ class _Progress:
             self.bar.close()
 
 
-def _read_qrels(args) -> tuple:
+def _read_qrels(args, columns: bool = False) -> tuple:
     """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id.
-    The one way QRELS is read by eval, crosscheck, compare and explain."""
+    The one way QRELS is read by eval, crosscheck, compare and explain. ``columns``: a file is
+    read into the reader's columns (``reading.read_columns``: for the engine alone, no pandas)."""
     if args.qrels == "-" or os.path.exists(args.qrels):
+        if columns:
+            from .reading import read_columns
+            return read_columns(args.qrels, "qrels", duplicates=args.duplicates), None
         return _read(args.qrels, "qrels", duplicates=args.duplicates), None
     from . import datasets
     if datasets.is_dataset_id(args.qrels):
@@ -163,7 +167,7 @@ def _progress(args):
 
 
 def _eval_tables(args, measures: list, opened) -> int:
-    qrels, dataset = _read_qrels(args)
+    qrels, dataset = _read_qrels(args, columns=opened is not None)  # the engine alone reads them
     if not measures:
         if dataset is None:
             raise UsageError("give at least one measure, e.g. NDCG_exp@10 MRR_zero@10 (only a dataset id "
@@ -481,8 +485,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; eval's measures may also come after options (``eval Q R -p 6 NDCG_lin@10``),
+    which argparse alone leaves unrecognized once the positionals before the options are taken."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):
+        args.measures = [*args.measures, *rest]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse_args(argv)
     original_format = warnings.formatwarning
     try:
         with warnings.catch_warnings():

@@ -32,6 +32,47 @@ _TAIL_MASK = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in ran
 _CHUNK = 1 << 20
 
 
+# --- numpy <-> Arrow through the buffers --------------------------------------------------------
+# Arrow's own conversions (Array.to_numpy, pa.array(ndarray), an ndarray passed to a compute
+# function) import pandas on first use in pyarrow 26: 0.2 s of a command's start. These read and
+# write the buffers of Arrow's documented columnar layout instead (numbers, booleans, strings),
+# so the streaming path never imports pandas.
+
+def to_numpy(arr: pa.Array | pa.ChunkedArray, null: int | float | None = None) -> np.ndarray:
+    """A numeric or boolean Arrow array as a numpy array (a view where it can be); nulls become
+    ``null`` (a ValueError if there are nulls and no ``null``)."""
+    if isinstance(arr, pa.ChunkedArray):
+        parts = [to_numpy(c, null) for c in arr.chunks]
+        if not parts:
+            return np.zeros(0, dtype=arr.type.to_pandas_dtype() if arr.type != pa.bool_() else bool)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    n, offset = len(arr), arr.offset
+    validity, data = arr.buffers()[:2]
+    if pa.types.is_boolean(arr.type):
+        bits = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        out = np.unpackbits(bits, bitorder="little")[offset: offset + n].astype(bool)
+    else:
+        dtype = np.dtype(arr.type.to_pandas_dtype())
+        out = np.frombuffer(data, dtype=dtype)[offset: offset + n] if n else np.zeros(0, dtype=dtype)
+    if arr.null_count:
+        if null is None:
+            raise ValueError(f"an Arrow array of {arr.type} holds {arr.null_count} nulls")
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[offset: offset + n]
+        out = np.where(valid.astype(bool), out, null)
+    return out
+
+
+def from_numpy(values: np.ndarray) -> pa.Array:
+    """A 1-d numeric numpy array as an Arrow array sharing its memory (no nulls)."""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def empty_strings() -> pa.Array:
+    return pa.Array.from_buffers(pa.large_string(), 0, [None, pa.py_buffer(np.zeros(1, dtype=np.int64)),
+                                                       pa.py_buffer(b"")])
+
+
 def as_arrow_strings(values: Any) -> pa.ChunkedArray:
     """An Arrow string column for a pandas string array (its chunks, no copy), an Arrow array,
     an object ndarray or a list."""
@@ -59,10 +100,10 @@ def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     """``arr.take(rows)`` for ascending ``rows``, chunk by chunk (cheaper than Arrow's general
     take on a many-chunk column)."""
     if arr.num_chunks <= 1:
-        return arr.take(rows)
+        return arr.take(from_numpy(rows))
     bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
     cut = np.searchsorted(rows, bounds)
-    parts = [c.take(pa.array(rows[cut[i]:cut[i + 1]] - bounds[i]))
+    parts = [c.take(from_numpy(rows[cut[i]:cut[i + 1]] - bounds[i]))
              for i, c in enumerate(arr.chunks) if cut[i + 1] > cut[i]]
     return pa.chunked_array(parts, type=arr.type)
 
@@ -71,7 +112,7 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     """(codes, uniques) with uniques in order of first appearance, as ``pd.factorize``."""
     uniques = arr.unique()
     codes = pc.index_in(arr, value_set=uniques)
-    return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64), uniques
+    return to_numpy(codes).astype(np.int64), uniques
 
 
 def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
@@ -80,14 +121,14 @@ def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     query has one run per query, so only as many strings as queries are hashed."""
     arr = as_arrow_strings(values)
     if len(arr) == 0:
-        return np.zeros(0, dtype=np.int32), pa.array([], type=pa.large_string()), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int32), empty_strings(), np.zeros(0, dtype=np.int64)
     run_values, run_lengths = [], []
     for chunk in arr.chunks:
         if len(chunk) == 0:
             continue
         ree = pc.run_end_encode(chunk)
         run_values.append(ree.values)
-        run_lengths.append(np.diff(ree.run_ends.to_numpy().astype(np.int64), prepend=0))
+        run_lengths.append(np.diff(to_numpy(ree.run_ends).astype(np.int64), prepend=0))
     run_codes, uniques = factorize(pa.chunked_array(run_values, type=arr.type))
     lengths = np.concatenate(run_lengths)
     sizes = np.bincount(run_codes, weights=lengths, minlength=len(uniques)).astype(np.int64)

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from ir_measures.providers.base import NOT_PROVIDED
 
 from . import ties
-from .columns import as_arrow_strings, columns_of, factorize, group_codes, take_sorted
+from .columns import as_arrow_strings, columns_of, factorize, from_numpy, group_codes, take_sorted, to_numpy
 from .measures import PluginMeasure
 
 
@@ -131,8 +131,7 @@ class QrelsIndex:
 
     def code_of(self, values) -> np.ndarray:
         """Code (position in ``qids``) of each query id, -1 for ids not in the qrels."""
-        codes = pc.index_in(as_arrow_strings(values), value_set=self.qid_values).fill_null(-1)
-        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int64)
+        return to_numpy(pc.index_in(as_arrow_strings(values), value_set=self.qid_values), null=-1).astype(np.int64)
 
     @property
     def nq(self) -> int:
@@ -242,7 +241,7 @@ class _Rows:
         self.rel = np.zeros(n, dtype=np.int64)
         if n == 0 or len(index.keys) == 0:
             return self
-        dcode = pc.index_in(self.docs, value_set=index.doc_values).fill_null(-1).to_numpy(zero_copy_only=False)
+        dcode = to_numpy(pc.index_in(self.docs, value_set=index.doc_values), null=-1)
         cand = np.flatnonzero(dcode >= 0)
         keys = self.q[cand].astype(np.int64) * index.ndocs + dcode[cand].astype(np.int64)
         pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
@@ -346,11 +345,11 @@ def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        tied = docs.take(order[rows])
+        tied = docs.take(from_numpy(order[rows]))
         if isinstance(tied, pa.ChunkedArray):
             tied = tied.combine_chunks()
         # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
-        doc_rank = pc.rank(tied, sort_keys="ascending", tiebreaker="dense").to_numpy().astype(np.int64)
+        doc_rank = to_numpy(pc.rank(tied, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
         order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
     return order
 

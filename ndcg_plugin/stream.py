@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, reading
-from .columns import group_codes
+from .columns import group_codes, to_numpy
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
@@ -68,7 +68,7 @@ def _last_query_start(qids: pa.ChunkedArray | pa.Array) -> int:
     end = n
     while end > 0:
         lo = max(0, end - width)
-        other = np.flatnonzero(~pc.equal(qids.slice(lo, end - lo), last).to_numpy(zero_copy_only=False))
+        other = np.flatnonzero(~to_numpy(pc.equal(qids.slice(lo, end - lo), last)))
         if len(other):
             return lo + int(other[-1]) + 1
         end, width = lo, width * 4
@@ -228,7 +228,8 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
     for part in complete_queries(pieces):
         any_rows = True
         groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
-        names = groups[1].to_pylist()
+        uniques = groups[1]
+        names = uniques.to_pylist()
         if not seen.isdisjoint(names):
             raise _Regrouped()
         seen.update(names)
@@ -242,7 +243,7 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         if len(table) != len(part):
             groups = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
         values = engine.compute(index, table, specs, counts=counts, groups=groups)
-        present = index.code_of(names)
+        present = index.code_of(uniques)
         _merge(out, values, present[present >= 0])
     if not any_rows:
         raise reading.InputError(source, None, "no run lines found: the input is empty")

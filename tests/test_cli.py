@@ -308,3 +308,15 @@ def test_places_minus_one_prints_every_digit_in_every_subcommand(command, tmp_pa
 def test_places_below_minus_one_is_a_usage_error():
     proc = run_cli("eval", "q", "r", "NDCG_lin@10", "-p", "-2")
     assert proc.returncode == 2 and "expected an integer >= 0 or -1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_eval_measures_may_come_after_options(capsys):
+    # argparse alone takes QRELS RUN before the options and then refuses the measures after them
+    q, r = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
+    assert main(["eval", q, r, "NDCG_lin@10", "MRR_zero@10", "-p", "3"]) == 0
+    expected = capsys.readouterr().out
+    assert main(["eval", q, r, "-p", "3", "NDCG_lin@10", "--duplicates", "max", "MRR_zero@10"]) == 0
+    assert capsys.readouterr().out == expected
+    with pytest.raises(SystemExit) as e:
+        main(["eval", q, r, "--bogus", "NDCG_lin@10"])
+    assert e.value.code == 2

@@ -144,6 +144,27 @@ def test_help_and_measures_import_nothing_heavy():
     assert out.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize("extra", [[], ["--duplicates", "max"], ["--block-size", "64"]])
+def test_a_streamed_eval_never_imports_pandas(tmp_path, extra):
+    # pandas costs 0.2 s of startup: the streaming path reads and computes without it (a run
+    # with tied scores and a repeated pair, so tie ordering and the duplicate policy run too)
+    import subprocess
+    import sys
+
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a 1\nq1 0 b 2\nq2 0 c 1\n")
+    run = tmp_path / "r.run"
+    lines = ["q1 Q0 a 1 1.5 t", "q1 Q0 b 2 1.5 t", "q1 Q0 z 3 1.0 t", "q2 Q0 c 1 2.0 t", "q3 Q0 c 1 2.0 t"]
+    if extra[:1] == ["--duplicates"]:
+        lines.append("q3 Q0 c 2 1.0 t")
+    run.write_text("\n".join(lines) + "\n")
+    argv = ["eval", str(qrels), str(run), *extra, "NDCG_exp@10", "HitRate_item@2", "MRR_ignore@1", "nDCG@10"]
+    code = (f"import sys; from ndcg_plugin.cli import main; rc = main({argv!r}); "
+            "print(rc, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "0 False"
+
+
 # --- read_ahead: the next block is parsed on a worker thread ---------------------------------
 
 def test_read_ahead_keeps_order_and_raises_where_the_source_raised():

@@ -36,8 +36,20 @@ from .formats import RUN_FORMATS
 from .lines import Parsed
 from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name
 
-__all__ = ["InputError", "read", "read_file", "to_table", "sources", "duplicate_mask", "resolve_duplicates", "Parsed",
-           "BLOCK_BYTES", "check_options"]
+__all__ = [
+    "InputError",
+    "read",
+    "read_file",
+    "read_columns",
+    "concat",
+    "to_table",
+    "sources",
+    "duplicate_mask",
+    "resolve_duplicates",
+    "Parsed",
+    "BLOCK_BYTES",
+    "check_options",
+]
 
 
 def check_options(kind: str, run_format: str, duplicates: str) -> None:
@@ -51,6 +63,34 @@ def check_options(kind: str, run_format: str, duplicates: str) -> None:
 
 def is_file_like(data: Any) -> bool:
     return is_path(data) or isinstance(data, (str, bytes, bytearray)) or hasattr(data, "read")
+
+
+def concat(pieces: list[Parsed]) -> Parsed:
+    """One :class:`Parsed` from parsed pieces of a file, in order (no pandas)."""
+    if len(pieces) == 1:
+        return pieces[0]
+
+    def strings(arrays):
+        chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
+        return pa.chunked_array(chunks, type=pa.large_string())
+
+    return Parsed(pieces[0].layout, strings([p.query_id for p in pieces]), strings([p.doc_id for p in pieces]),
+                  np.concatenate([p.value for p in pieces]), np.concatenate([p.line for p in pieces]))
+
+
+def read_columns(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
+                 duplicates: str = "error", progress=None) -> Parsed:
+    """A file (a path, ``-``, a stream or text; see :func:`read`) read into the reader's own
+    columns, validated and with the duplicate policy applied, as :func:`read` would, but without
+    building a DataFrame (so without importing pandas). The engine takes either."""
+    check_options(kind, run_format, duplicates)
+    if not is_file_like(data):
+        raise TypeError(f"read_columns reads files, streams and text; got {type(data).__name__} (use read())")
+    src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
+    pieces = list(parse_blocks(blocks(data, src, BLOCK_BYTES, progress), src, kind, run_format))
+    if not pieces:
+        raise InputError(src, None, f"no {kind} lines found: the input is empty")
+    return resolve_duplicates(concat(pieces), kind, duplicates, src)
 
 
 def to_table(pieces: list[Parsed], kind: Kind):

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from ..columns import to_numpy
 from .formats import BOM, Layout
 from .lines import Parsed
 
@@ -128,7 +129,7 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
         if value is None:
             return None
     else:
-        value = table.column(layout.value_at).to_numpy()
+        value = to_numpy(table.column(layout.value_at))
         if not np.isfinite(value).all():
             return None  # NaN / inf: the line parser names the line
     if layout.rank_is_value:

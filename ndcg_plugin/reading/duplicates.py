@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from ..columns import as_arrow_strings, columns_of, fingerprints, group_codes
+from ..columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
 from ..errors import VALUE_COLUMN, InputError, Kind
 
 POLICIES = ("error", "first", "max")
@@ -23,7 +23,7 @@ def _columns(table):
 
 
 def _pairs(qids: pa.ChunkedArray, docs: pa.ChunkedArray, rows: np.ndarray) -> list[tuple]:
-    idx = pa.array(rows, type=pa.int64())
+    idx = from_numpy(rows.astype(np.int64))
     return list(zip(qids.take(idx).to_pylist(), docs.take(idx).to_pylist(), strict=True))
 
 
@@ -105,7 +105,7 @@ def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.
         return table
     if hasattr(table, "layout"):
         from .lines import Parsed
-        idx = pa.array(keep, type=pa.int64())
+        idx = from_numpy(keep.astype(np.int64))
         return Parsed(table.layout, as_arrow_strings(table.query_id).take(idx),
                       as_arrow_strings(table.doc_id).take(idx), table.value[keep], table.line[keep])
     return table.iloc[keep].reset_index(drop=True)

@@ -1,0 +1,55 @@
+"""columns.to_numpy / from_numpy read and write Arrow buffers directly (Arrow's own conversions
+import pandas): differential tests against Arrow's conversions, on sliced and chunked arrays
+with nulls."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ndcg_plugin.columns import empty_strings, from_numpy, to_numpy
+
+TYPES = {"int32": (pa.int32(), st.integers(-2**31, 2**31 - 1)), "int64": (pa.int64(), st.integers(-2**63, 2**63 - 1)),
+         "float64": (pa.float64(), st.floats(allow_nan=False)), "bool": (pa.bool_(), st.booleans())}
+
+
+@st.composite
+def arrays(draw):
+    name = draw(st.sampled_from(sorted(TYPES)))
+    typ, values = TYPES[name]
+    chunks = draw(st.lists(st.lists(st.one_of(values, st.none()) if draw(st.booleans()) else values, max_size=40),
+                           min_size=1, max_size=4))
+    arrs = [pa.array(c, type=typ) for c in chunks]
+    lo = draw(st.integers(0, 5))
+    arrs = [a.slice(min(lo, len(a))) for a in arrs]  # offsets that are not a multiple of 8
+    if draw(st.booleans()) or len(arrs) > 1:
+        return pa.chunked_array(arrs, type=typ)
+    return arrs[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrays())
+def test_to_numpy_equals_arrows_own_conversion(arr):
+    fill = False if arr.type == pa.bool_() else -7
+    expected = arr.fill_null(fill).to_numpy(zero_copy_only=False) if len(arr) else np.zeros(0)
+    got = to_numpy(arr, null=fill)
+    assert got.tolist() == expected.tolist()
+    if len(arr):
+        assert got.dtype == expected.dtype
+    if arr.null_count:
+        with pytest.raises(ValueError, match="nulls"):
+            to_numpy(arr)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([np.int32, np.int64, np.float64]), st.lists(st.integers(-1000, 1000), max_size=50),
+       st.integers(0, 3))
+def test_from_numpy_equals_pa_array(dtype, values, step):
+    arr = np.array(values, dtype=dtype)[:: step + 1]  # also a strided (non-contiguous) view
+    assert from_numpy(arr).equals(pa.array(arr))
+
+
+def test_empty_strings_is_an_empty_large_string_array():
+    assert empty_strings().equals(pa.array([], type=pa.large_string()))
