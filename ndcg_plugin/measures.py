@@ -33,9 +33,10 @@ class PluginMeasure(Measure):
     """Base of the plugin's measures: ir-measures' Measure with faithful printing of dict
     parameters and validation errors that say what was expected and what was got."""
 
-    FAMILY: str = ""
-    VARIANT: str = ""
-    TREC_EVAL: str = ""  # the trec_eval counterpart, for docs and crosscheck
+    FAMILY: str = ""       # the engine's implementation (ndcg_plugin.engine)
+    VARIANT: str = ""      # its parameter there
+    TREC_EVAL: str = ""    # the trec_eval counterpart, for docs
+    ORACLE: str = ""       # the trec_eval measure crosscheck computes it from (ndcg_plugin.crosscheck)
 
     @property
     def CUTOFF_REQUIRED(self) -> bool:  # noqa: N802 - reads like the class constants beside it
@@ -127,22 +128,26 @@ class _NDCG(PluginMeasure):
     Negative labels and unjudged documents have gain 0; ``gains`` overrides listed labels.
     """
     FAMILY = "ndcg"
+    ORACLE = "ndcg_cut"
     SUPPORTED_PARAMS = _NDCG_PARAMS
 
 
 def _variant(family: type, name: str, variant: str, pretty: str, short: str, trec_eval: str,
              **extra) -> type:
     """A measure class of a family: its name, its variant and its descriptions; ``extra``
-    adds class attributes (DEFAULT, aggregator). The family's docstring documents both."""
+    adds class attributes (DEFAULT, aggregator, ORACLE; for NDCG ``gain``, the gain of a label
+    >= 0 in integer arithmetic, for crosscheck). The family's docstring documents both."""
     attrs = {"__doc__": family.__doc__, "__name__": name, "NAME": name, "VARIANT": variant,
              "PRETTY_NAME": pretty, "SHORT_DESC": short, "TREC_EVAL": trec_eval, "__module__": __name__, **extra}
     return type(f"_{name}", (family,), attrs)
 
 
 _NDCG_lin = _variant(_NDCG, "NDCG_lin", "linear", "NDCG with linear gain",
-                     "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)")
+                     "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)",
+                     gain=staticmethod(lambda rel: rel))
 _NDCG_exp = _variant(_NDCG, "NDCG_exp", "exp", "NDCG with exponential gain",
-                     "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1")
+                     "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1",
+                     gain=staticmethod(lambda rel: 2 ** rel - 1))
 
 
 _CUT_REL_PARAMS = {
@@ -174,11 +179,11 @@ class _HitRate(PluginMeasure):
 
 _HitRate_query = _variant(_HitRate, "HitRate", "query", "Hit rate (query level)",
                           "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k).",
-                          "success.k with -l rel")
+                          "success.k with -l rel", ORACLE="success")
 _HitRate_item = _variant(_HitRate, "HitRate_item", "item", "Hit rate (item level)",
                          "Relevant docs in the top k over docs in the top k, micro-averaged over all queries.",
                          "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)",
-                         DEFAULT=ItemValue(0, 0), aggregator=lambda self: MicroAgg())
+                         ORACLE="P", DEFAULT=ItemValue(0, 0), aggregator=lambda self: MicroAgg())
 
 
 class _MRR(PluginMeasure):
@@ -192,6 +197,7 @@ class _MRR(PluginMeasure):
                 queries that have a value, NaN with a warning when none has
     """
     FAMILY = "mrr"
+    ORACLE = "recip_rank"
     SUPPORTED_PARAMS = _CUT_REL_PARAMS
 
 

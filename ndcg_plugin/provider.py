@@ -28,7 +28,7 @@ from ir_measures import Metric
 from ir_measures import measures as irm
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from .aggregate import ItemValue, aggregate_arrays
+from .aggregate import aggregate_arrays, per_query_values
 from .measures import ALL, PluginMeasure
 
 if TYPE_CHECKING:
@@ -215,13 +215,8 @@ class NdcgPluginEvaluator(Evaluator):
 
     def metrics(self, per_measure: dict) -> Iterator[Metric]:
         """Per-query Metrics from :meth:`values`: by query (string order), then measure."""
-        columns = []
-        for measure, vals in per_measure.items():
-            if vals.hits is not None:
-                col = [ItemValue(h, r) for h, r in zip(vals.hits.tolist(), vals.returned.tolist(), strict=True)]
-            else:
-                col = vals.values.tolist()
-            columns.append((measure, col))
+        columns = [(measure, per_query_values(vals.values, vals.hits, vals.returned))
+                   for measure, vals in per_measure.items()]
         for i, qid in enumerate(self.query_ids):
             for measure, col in columns:
                 yield Metric(query_id=qid, measure=measure, value=col[i])
