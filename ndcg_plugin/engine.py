@@ -59,13 +59,10 @@ def spec_of(measure) -> Spec:
         return default if value is NOT_PROVIDED else value
 
     cutoff = param("cutoff")
-    if isinstance(measure, PluginMeasure):
-        gains = tuple(sorted((param("gains") or {}).items()))
-        tie_rule = param("ties", "trec")
-        if measure.FAMILY == "ndcg":
-            return Spec("ndcg", measure.VARIANT, cutoff, ideal=param("ideal", "qrels"), gains=gains,
-                        judged_only=bool(param("judged_only", False)), ties=tie_rule)
-        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=tie_rule)
+    if isinstance(measure, PluginMeasure):  # a parameter the measure does not take keeps Spec's default
+        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ideal=param("ideal", "qrels"),
+                    gains=tuple(sorted((param("gains") or {}).items())),
+                    judged_only=bool(param("judged_only", False)), ties=param("ties", "trec"))
     name = getattr(measure, "NAME", None)
     if name not in ("nDCG", "RR", "Success"):
         raise ValueError(f"the ndcg_plugin engine does not compute {measure}")
@@ -435,6 +432,11 @@ def _mrr(ranked: RankedRun, spec: Spec) -> Values:
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
 
+# each family's computation, (index, ranked run, spec) -> Values: a measure's FAMILY names its entry
+_FAMILIES = {"ndcg": _ndcg, "hitrate": lambda index, ranked, spec: _hitrate(ranked, spec),
+             "mrr": lambda index, ranked, spec: _mrr(ranked, spec)}
+
+
 def compute(index: QrelsIndex, run, specs: Iterable[Spec],
             counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
@@ -455,15 +457,7 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec],
         by_judged[judged_only] = _rank(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
-        ranked = by_judged[spec.judged_only]
-        if spec.family == "ndcg":
-            out[spec] = _ndcg(index, ranked, spec)
-        elif spec.family == "hitrate":
-            out[spec] = _hitrate(ranked, spec)
-        elif spec.family == "mrr":
-            out[spec] = _mrr(ranked, spec)
-        else:  # pragma: no cover - specs come from spec_of
-            raise ValueError(f"unknown family {spec.family}")
+        out[spec] = _FAMILIES[spec.family](index, by_judged[spec.judged_only], spec)
     return out
 
 

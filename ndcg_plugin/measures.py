@@ -37,6 +37,7 @@ class PluginMeasure(Measure):
     VARIANT: str = ""      # its parameter there
     TREC_EVAL: str = ""    # the trec_eval counterpart, for docs
     ORACLE: str = ""       # the trec_eval measure crosscheck computes it from (ndcg_plugin.crosscheck)
+    BUILTIN: str = ""      # the ir-measures measure that computes the same, if any (see same_as_builtin)
 
     @property
     def CUTOFF_REQUIRED(self) -> bool:  # noqa: N802 - reads like the class constants beside it
@@ -144,7 +145,7 @@ def _variant(family: type, name: str, variant: str, pretty: str, short: str, tre
 
 _NDCG_lin = _variant(_NDCG, "NDCG_lin", "linear", "NDCG with linear gain",
                      "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)",
-                     gain=staticmethod(lambda rel: rel))
+                     BUILTIN="nDCG", gain=staticmethod(lambda rel: rel))
 _NDCG_exp = _variant(_NDCG, "NDCG_exp", "exp", "NDCG with exponential gain",
                      "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1",
                      gain=staticmethod(lambda rel: 2 ** rel - 1))
@@ -179,7 +180,7 @@ class _HitRate(PluginMeasure):
 
 _HitRate_query = _variant(_HitRate, "HitRate", "query", "Hit rate (query level)",
                           "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k).",
-                          "success.k with -l rel", ORACLE="success")
+                          "success.k with -l rel", ORACLE="success", BUILTIN="Success")
 _HitRate_item = _variant(_HitRate, "HitRate_item", "item", "Hit rate (item level)",
                          "Relevant docs in the top k over docs in the top k, micro-averaged over all queries.",
                          "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)",
@@ -203,7 +204,7 @@ class _MRR(PluginMeasure):
 
 _MRR_zero = _variant(_MRR, "MRR_zero", "zero", "MRR, misses count 0",
                      "Reciprocal rank of the first relevant doc in the top k, 0 if none; mean over all queries.",
-                     "recip_rank with -M k")
+                     "recip_rank with -M k", BUILTIN="RR")
 _MRR_ignore = _variant(_MRR, "MRR_ignore", "ignore", "MRR, misses left out",
                        "Reciprocal rank of the first relevant doc in the top k; queries without one are left out.",
                        "recip_rank with -M k, averaged over queries with recip_rank > 0",
@@ -217,6 +218,20 @@ TREC_EVAL_NAMES = {
     "map_cut": ("AP@{k}", None), "recall": ("R@{k}", None), "Rprec": ("Rprec", None), "bpref": ("Bpref", None),
     "num_rel_ret": ("NumRelRet", None), "num_ret": ("NumRet", None), "num_rel": ("NumRel", None),
 }
+
+
+def same_as_builtin(measure) -> PluginMeasure | None:
+    """The plugin's measure that computes what a built-in one does (its ``BUILTIN``): ``nDCG@k``
+    is ``NDCG_lin@k``, ``RR(rel=r)@k`` is ``MRR_zero(rel=r)@k``, ``Success(rel=r)@k`` is
+    ``HitRate(rel=r)@k``; only with a cutoff and no parameter but ``rel`` (and judged_only=False),
+    else None."""
+    mine = next((m for m in ALL if m.BUILTIN and m.BUILTIN == getattr(measure, "NAME", None)), None)
+    cutoff = measure.params.get("cutoff") if mine is not None else None
+    others = set(measure.params) - {"cutoff", "judged_only"}
+    if cutoff is None or measure.params.get("judged_only") or not others <= {"rel"} & set(mine.SUPPORTED_PARAMS):
+        return None
+    rel = measure.params.get("rel", 1)
+    return (mine(rel=rel) if rel != 1 else mine) @ cutoff
 
 
 def _trec_eval_hint(text: str) -> str:
@@ -303,4 +318,4 @@ def register() -> None:
 
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
-           "PluginMeasure", "ALL", "register", "parse_measures"]
+           "PluginMeasure", "ALL", "register", "parse_measures", "same_as_builtin"]
