@@ -6,6 +6,11 @@ per-query ratio) that also carries its numerator and denominator, which :class:`
 sums. MRR_ignore's "no value" is NaN, which :class:`NanSkipMeanAgg` leaves out (``iter_calc``
 yields no Metric at all for a query with no value for any measure asked: see
 ``NdcgPluginEvaluator.metrics``).
+
+Aggregation is the aggregator's job, and this module is its one home: :func:`aggregate_arrays`
+gives a measure's aggregate from whole columns of per-query values (the provider, the CLI and
+crosscheck, for the plugin's numbers and trec_eval's alike), and :func:`per_query_values` the
+per-query values as ir-measures' aggregators read them one by one.
 """
 from __future__ import annotations
 
@@ -41,16 +46,24 @@ class ArrayAgg(Agg):
 def aggregate_arrays(measure, values, hits=None, returned=None) -> float:
     """A measure's aggregate from per-query arrays (``engine.Values``: the values, and for
     item-level measures the hits and returned counts), with the measure's own aggregator:
-    the one place that knows how each measure aggregates (provider, crosscheck and compare
-    call it)."""
+    the one place that knows how each measure aggregates (the provider and crosscheck call it,
+    for the plugin's values and for trec_eval's)."""
     agg = measure.aggregator()
     if isinstance(agg, ArrayAgg):
         return agg.from_arrays(values, hits, returned)
     if isinstance(agg, MeanAgg):
         return float(values.mean()) if len(values) else agg.result()
-    for v in values.tolist():
+    for v in per_query_values(values, hits, returned):
         agg.add(v)
     return agg.result()
+
+
+def per_query_values(values, hits=None, returned=None) -> list:
+    """Per-query values as ir-measures' aggregators read them, one by one: :class:`ItemValue`
+    (the ratio, carrying hits and returned) where there are counts, else floats."""
+    if hits is None or returned is None:
+        return values.tolist()
+    return [ItemValue(h, r) for h, r in zip(hits.tolist(), returned.tolist(), strict=True)]
 
 
 class MicroAgg(ArrayAgg):
@@ -91,6 +104,13 @@ class NanSkipMeanAgg(ArrayAgg):
         if not math.isnan(value):
             self.sum += value
             self.count += 1
+
+    def from_arrays(self, values, hits=None, returned=None) -> float:
+        kept = values[values == values]  # not NaN
+        if len(kept):
+            self.sum += float(kept.cumsum()[-1])  # summed in order, as add() sums
+            self.count += len(kept)
+        return self.result()
 
     def result(self) -> float:
         if self.count == 0:

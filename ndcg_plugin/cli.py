@@ -21,7 +21,7 @@ from .crosscheck import DEFAULT_MEASURES, format_rows
 from .crosscheck import crosscheck as run_crosscheck
 from .errors import DatasetError, InputError
 from .formatting import format_value, places_option
-from .measures import ALL, HitRate, MRR_zero, NDCG_lin, parse_measures
+from .measures import ALL, parse_measures, same_as_builtin
 from .provider import evaluate_tables, route
 
 BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
@@ -113,16 +113,7 @@ def _read_qrels(args, columns: bool = False) -> tuple:
 
 def _plugin_counterparts(measures: list) -> list:
     """The plugin's measures that compute the same thing as official built-in ones."""
-    out = []
-    for m in measures:
-        cutoff = m.params.get("cutoff")
-        if m.NAME == "RR" and cutoff is not None and not m.params.get("judged_only"):
-            out.append(MRR_zero(rel=m["rel"]) @ cutoff if m["rel"] != 1 else MRR_zero @ cutoff)
-        elif m.NAME == "nDCG" and cutoff is not None and set(m.params) == {"cutoff"}:
-            out.append(NDCG_lin @ cutoff)
-        elif m.NAME == "Success" and not m.params.get("judged_only"):
-            out.append(HitRate(rel=m["rel"]) @ cutoff if m["rel"] != 1 else HitRate @ cutoff)
-    return out
+    return [mine for mine in map(same_as_builtin, measures) if mine is not None]
 
 
 def _note_other_providers(routed) -> None:

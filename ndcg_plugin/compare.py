@@ -27,7 +27,7 @@ import pandas as pd
 
 from . import reading
 from .formatting import format_value
-from .measures import MRR_ignore, parse_measures
+from .measures import parse_measures
 
 
 def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> dict:
@@ -37,6 +37,11 @@ def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> dict:
         values[metric.measure][metric.query_id] = float(metric.value)
     qids = sorted(set(qrels_table["query_id"]))
     return {m: pd.Series(v, dtype=float).reindex(qids) for m, v in values.items()}
+
+
+def _may_have_no_value(measure) -> bool:
+    """Whether a query may have no value (NaN, the measure's DEFAULT): MRR_ignore."""
+    return math.isnan(float(getattr(measure, "DEFAULT", 0.0)))
 
 
 def _randomization(d: np.ndarray, permutations: int, seed: int) -> float:
@@ -142,7 +147,7 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
             rows[name][f"ci:{m}"] = ci
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.attrs.update(baseline=baseline, test=test, correction=correction, alpha=alpha,
-                       measures=[str(m) for m in measures], ignore=any(m.NAME == MRR_ignore.NAME for m in measures),
+                       measures=[str(m) for m in measures], ignore=any(_may_have_no_value(m) for m in measures),
                        per_query={name: {str(m): v.to_dict() for m, v in values[name].items()} for name in names})
     return table
 

@@ -24,12 +24,14 @@ import math
 import os
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import ir_measures
 
+from .aggregate import aggregate_arrays
 from .formatting import ALL_DIGITS, format_value
 from .measures import PluginMeasure
 from .provider import NdcgPluginProvider
@@ -117,57 +119,88 @@ def cut_run(run: dict, k: int) -> dict:
     return {q: dict(sorted(docs.items(), key=lambda x: (x[1], x[0]), reverse=True)[:k]) for q, docs in run.items()}
 
 
-def counterpart(measure, qrels: dict, run: dict, oracle: _Oracle) -> tuple[dict | None, str]:
-    """Per-query trec_eval values for a plugin measure over every qrels query, or None and why
-    not. For MRR_ignore the dict holds NaN where the query has no value; for HitRate_item it
-    holds (hits, returned) pairs."""
-    qids = list(qrels)
+def counterpart(measure, qrels: dict, run: dict, oracle: _Oracle) -> tuple:
+    """Per-query trec_eval values for a plugin measure over every qrels query, as an
+    ``engine.Values`` (hits and returned for an item-level measure; NaN where MRR_ignore has no
+    value), with how they were computed; or None and why not. The trec_eval measure is the
+    measure's ``ORACLE``."""
     k = measure["cutoff"] if "cutoff" in measure.params else None
-    if measure.FAMILY == "ndcg":
-        gains = measure.params.get("gains", {})
-        if any(g != int(g) or g < 0 for g in gains.values()):
-            return None, "no counterpart: trec_eval's ndcg_cut takes integer qrels (non-integer or negative gains)"
-        def gain(r):
-            if r < 0:
-                return r  # trec_eval: unjudged, gain 0
-            if r in gains:
-                return int(gains[r])
-            return r if measure.VARIANT == "linear" else 2 ** r - 1
-        mapped = {q: {d: gain(r) for d, r in docs.items()} for q, docs in qrels.items()}
-        if measure["ideal"] == "run":
-            mapped = {q: {d: r for d, r in docs.items() if d in run.get(q, {})} for q, docs in mapped.items()}
-        name = "ndcg" if k is None else f"ndcg_cut.{k}"
-        if measure["judged_only"]:  # trec_eval -J, written out: pytrec_eval's flag can segfault
-            run = {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}
-        res = oracle(mapped, run, name)
-        return {q: res.get(q, 0.0) for q in qids}, f"{name} (-c{' -J' if measure['judged_only'] else ''})"
+    return _ORACLES[measure.ORACLE](measure, k, qrels, run, oracle)
+
+
+def _per_query(values: list, hits: list | None = None, returned: list | None = None):
+    """Lists over the qrels queries as an ``engine.Values``."""
+    import numpy as np  # imported on use: `import ndcg_plugin` stays light
+
+    from .engine import Values
+
+    def array(x):
+        return None if x is None else np.asarray(x, dtype=np.float64)
+
+    return Values(array(values), array(hits), array(returned))
+
+
+def _ndcg_cut(measure, k, qrels: dict, run: dict, oracle: _Oracle) -> tuple:
+    gains = measure.params.get("gains", {})
+    if any(g != int(g) or g < 0 for g in gains.values()):
+        return None, "no counterpart: trec_eval's ndcg_cut takes integer qrels (non-integer or negative gains)"
+
+    def gain(r):
+        if r < 0:
+            return r  # trec_eval: unjudged, gain 0
+        return int(gains[r]) if r in gains else measure.gain(r)
+
+    mapped = {q: {d: gain(r) for d, r in docs.items()} for q, docs in qrels.items()}
+    if measure["ideal"] == "run":
+        mapped = {q: {d: r for d, r in docs.items() if d in run.get(q, {})} for q, docs in mapped.items()}
+    name = "ndcg" if k is None else f"ndcg_cut.{k}"
+    if measure["judged_only"]:  # trec_eval -J, written out: pytrec_eval's flag can segfault
+        run = {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}
+    res = oracle(mapped, run, name)
+    return _per_query([res.get(q, 0.0) for q in qrels]), f"{name} (-c{' -J' if measure['judged_only'] else ''})"
+
+
+def _success(measure, k, qrels: dict, run: dict, oracle: _Oracle) -> tuple:
     rel = measure["rel"]
-    if measure.FAMILY == "hitrate" and measure.VARIANT == "query":
-        res = oracle(qrels, run, f"success.{k}", rel=rel)
-        return {q: res.get(q, 0.0) for q in qids}, f"success.{k} -l{rel} -c"
-    cut = cut_run(run, k)
-    if measure.FAMILY == "mrr":
-        res = oracle(qrels, cut, "recip_rank", rel=rel)
-        if measure.VARIANT == "zero":
-            return {q: res.get(q, 0.0) for q in qids}, f"recip_rank -M{k} -l{rel} -c"
-        return ({q: res[q] if res.get(q, 0.0) > 0 else math.nan for q in qids},
-                f"recip_rank -M{k} -l{rel}, mean over queries > 0")
+    res = oracle(qrels, run, f"success.{k}", rel=rel)
+    return _per_query([res.get(q, 0.0) for q in qrels]), f"success.{k} -l{rel} -c"
+
+
+def _recip_rank(measure, k, qrels: dict, run: dict, oracle: _Oracle) -> tuple:
+    """recip_rank on the run cut to k; a query without a relevant doc there gets the measure's
+    DEFAULT (0 for MRR_zero, NaN, no value, for MRR_ignore)."""
+    rel, miss = measure["rel"], float(measure.DEFAULT)
+    res = oracle(qrels, cut_run(run, k), "recip_rank", rel=rel)
+    how = f"recip_rank -M{k} -l{rel} -c" if miss == 0 else f"recip_rank -M{k} -l{rel}, mean over queries > 0"
+    return _per_query([res[q] if res.get(q, 0.0) > 0 else miss for q in qrels]), how
+
+
+def _precision(measure, k, qrels: dict, run: dict, oracle: _Oracle) -> tuple:
+    """Hits (P.k x k) and returned docs (num_ret) of the run cut to k."""
+    rel, cut = measure["rel"], cut_run(run, k)
     p = oracle(qrels, cut, f"P.{k}", rel=rel)
     n = oracle(qrels, cut, "num_ret", rel=rel)
-    return ({q: (round(p.get(q, 0.0) * k), min(k, int(n.get(q, 0)))) for q in qids},
-            f"P.{k} x {k} / num_ret -M{k} -l{rel}, micro-averaged")
+    hits = [round(p.get(q, 0.0) * k) for q in qrels]
+    returned = [min(k, int(n.get(q, 0))) for q in qrels]
+    values = [h / r if r else 0.0 for h, r in zip(hits, returned, strict=True)]
+    return _per_query(values, hits, returned), f"P.{k} x {k} / num_ret -M{k} -l{rel}, micro-averaged"
 
 
-def _aggregate(measure, per_query: dict) -> float:
-    vals = list(per_query.values())
-    if measure.NAME == "HitRate_item":
-        hits = sum(h for h, _ in vals)
-        ret = sum(r for _, r in vals)
-        return hits / ret if ret else 0.0
-    if measure.NAME == "MRR_ignore":
-        vals = [v for v in vals if not math.isnan(v)]
-        return sum(vals) / len(vals) if vals else math.nan
-    return sum(vals) / len(vals) if vals else math.nan
+# a measure's ORACLE -> how its per-query values come from trec_eval
+_ORACLES = {"ndcg_cut": _ndcg_cut, "success": _success, "recip_rank": _recip_rank, "P": _precision}
+
+
+def _max_diff(ours, theirs) -> float:
+    """The largest per-query difference: of the values (NaN only against NaN), or 1.0 where the
+    (hits, returned) counts of an item-level measure differ."""
+    import numpy as np  # imported on use: `import ndcg_plugin` stays light
+    if theirs.hits is not None:
+        same = (ours.hits == theirs.hits) & (ours.returned == theirs.returned)
+        return 0.0 if same.all() else 1.0
+    a, b = ours.values, theirs.values
+    with np.errstate(invalid="ignore"):
+        d = np.where(np.isnan(a) & np.isnan(b), 0.0, np.where(np.isnan(a) | np.isnan(b), math.inf, np.abs(a - b)))
+    return float(d.max()) if len(d) else 0.0
 
 
 def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, trec_eval: str | None = None,
@@ -186,9 +219,8 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
     evaluator = provider.evaluator(measures, qrels_t)
     ours_perq = evaluator.values(run_t)
     aggregates = evaluator.aggregate(ours_perq)
-    qids = list(evaluator.index.qids)
     qrels_d, run_d = _as_dicts(qrels_t), _as_dicts(run_t)
-    qrels_d = {q: qrels_d[q] for q in qids}
+    qrels_d = {q: qrels_d[q] for q in evaluator.index.qids}  # the engine's query order
     oracle = _Oracle(trec_eval)
     tol = TOLERANCE_BINARY if trec_eval else TOLERANCE_PYTREC
     rows = []
@@ -198,19 +230,10 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable = DEFAULT_MEASURES, *, t
         if theirs is None:
             rows.append(Row(str(m), ours, None, None, how))
             continue
-        vals = ours_perq[m]
-        max_diff = 0.0
-        for i, q in enumerate(qids):
-            if m.NAME == "HitRate_item":
-                h, r = theirs[q]
-                a, b = (vals.hits[i], vals.returned[i]), (h, r)
-                d = 0.0 if a == b else 1.0
-            else:
-                a, b = vals.values[i], theirs[q]
-                d = 0.0 if (math.isnan(a) and math.isnan(b)) else (math.inf if math.isnan(a) or math.isnan(b)
-                                                                    else abs(a - b))
-            max_diff = max(max_diff, d)
-        agg = _aggregate(m, theirs)
+        max_diff = _max_diff(ours_perq[m], theirs)
+        with warnings.catch_warnings():  # "no query has a value": said once, for ours
+            warnings.simplefilter("ignore", RuntimeWarning)
+            agg = aggregate_arrays(m, theirs.values, theirs.hits, theirs.returned)
         agg_diff = 0.0 if (math.isnan(agg) and math.isnan(ours)) else abs(agg - ours)
         ok = max_diff <= tol and agg_diff <= tol
         rows.append(Row(str(m), ours, agg, max_diff, "match" if ok else "MISMATCH"))

@@ -59,13 +59,10 @@ def spec_of(measure) -> Spec:
         return default if value is NOT_PROVIDED else value
 
     cutoff = param("cutoff")
-    if isinstance(measure, PluginMeasure):
-        gains = tuple(sorted((param("gains") or {}).items()))
-        tie_rule = param("ties", "trec")
-        if measure.FAMILY == "ndcg":
-            return Spec("ndcg", measure.VARIANT, cutoff, ideal=param("ideal", "qrels"), gains=gains,
-                        judged_only=bool(param("judged_only", False)), ties=tie_rule)
-        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ties=tie_rule)
+    if isinstance(measure, PluginMeasure):  # a parameter the measure does not take keeps Spec's default
+        return Spec(measure.FAMILY, measure.VARIANT, cutoff, rel=param("rel", 1), ideal=param("ideal", "qrels"),
+                    gains=tuple(sorted((param("gains") or {}).items())),
+                    judged_only=bool(param("judged_only", False)), ties=param("ties", "trec"))
     name = getattr(measure, "NAME", None)
     if name not in ("nDCG", "RR", "Success"):
         raise ValueError(f"the ndcg_plugin engine does not compute {measure}")
@@ -434,6 +431,11 @@ def _mrr(ranked: RankedRun, spec: Spec) -> Values:
     return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
 
+# each family's computation, (index, ranked run, spec) -> Values: a measure's FAMILY names its entry
+_FAMILIES = {"ndcg": _ndcg, "hitrate": lambda index, ranked, spec: _hitrate(ranked, spec),
+             "mrr": lambda index, ranked, spec: _mrr(ranked, spec)}
+
+
 def compute(index: QrelsIndex, run, specs: Iterable[Spec],
             counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
@@ -454,13 +456,60 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec],
         by_judged[judged_only] = _rank(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
-        ranked = by_judged[spec.judged_only]
-        if spec.family == "ndcg":
-            out[spec] = _ndcg(index, ranked, spec)
-        elif spec.family == "hitrate":
-            out[spec] = _hitrate(ranked, spec)
-        elif spec.family == "mrr":
-            out[spec] = _mrr(ranked, spec)
-        else:  # pragma: no cover - specs come from spec_of
-            raise ValueError(f"unknown family {spec.family}")
+        out[spec] = _FAMILIES[spec.family](index, by_judged[spec.judged_only], spec)
     return out
+
+
+@dataclass
+class QueryTrace:
+    """One query as :func:`compute` ranks and scores it, row by row (for ``explain``). Rows are
+    the run's docs for the query in trec_eval's order (score descending, doc id descending)."""
+    spec: Spec
+    doc_id: list
+    score: np.ndarray
+    relevance: np.ndarray     # the label, 0 where unjudged
+    judged: np.ndarray        # the doc is judged for the query (a label, possibly 0 or negative)
+    rank: np.ndarray          # 1-based rank among the rows the measure ranks; 0 for a row judged_only drops
+    top: np.ndarray           # ranked within the cutoff
+    relevant: np.ndarray      # judged with a label >= spec.rel
+    gain: np.ndarray          # gain_of the label; 0 where unjudged or dropped
+    discount: np.ndarray      # 1 / log2(rank + 1); 0 where dropped
+    contribution: np.ndarray  # gain * discount within the cutoff, else 0
+    ideal_gain: np.ndarray    # the ideal ranking's gains (positive, descending, cut to the cutoff)
+    ideal_contribution: np.ndarray
+    dcg: float                # in trec_eval's order, within the cutoff
+    idcg: float               # the IDCG compute() divides by
+    value: float              # compute()'s value for the query
+    hits: float | None = None       # item-level measures: compute()'s hits and returned
+    returned: float | None = None
+
+
+def explain_query(index: QrelsIndex, run, query_id: str, spec: Spec) -> QueryTrace:
+    """One query's rows, gains, discounts, ideal ranking and value (see :class:`QueryTrace`),
+    from the functions :func:`compute` uses: the join, the order, gain_of and the ideal DCG."""
+    code = int(index.code_of([query_id])[0])
+    if code < 0:
+        raise ValueError(f"query {query_id!r} is not in the qrels")
+    run = run[run["query_id"] == query_id]
+    values = compute(index, run, [spec], counts=[])[spec]
+    rows = _join(index, run, counts=[]).judge(index)
+    order = _order(rows.group, rows.score, rows.docs)
+    rel, judged = rows.rel[order], rows.judged[order]
+    kept = judged & (rel >= 0) if spec.judged_only else np.ones(len(order), dtype=bool)
+    rank = np.where(kept, np.cumsum(kept), 0)
+    top = kept & (rank <= spec.cutoff) if spec.cutoff is not None else kept
+    discount = np.where(kept, 1.0 / np.log2(np.maximum(rank, 1) + 1.0), 0.0)
+    gain = np.where(kept & judged, gain_of(rel, spec), 0.0)
+    contribution = np.where(top, gain / np.log2(np.maximum(rank, 1) + 1.0), 0.0)
+    if spec.ideal == "run":
+        pool = gain_of(rel[kept & judged], spec)
+        idcg = float(_ideal_dcg(np.zeros(len(pool), dtype=np.int64), pool, spec.cutoff, 1)[0])
+    else:
+        pool = gain_of(index.rel[index.key_q == code], spec)
+        idcg = float(index.ideal_dcg(spec)[code])
+    ideal_gain = -np.sort(-pool[pool > 0])[:spec.cutoff]
+    counts = [None if a is None else float(a[code]) for a in (values.hits, values.returned)]
+    return QueryTrace(spec, rows.docs.take(pa.array(order)).to_pylist(), rows.score[order], rel, judged, rank, top,
+                      judged & (rel >= spec.rel), gain, discount, contribution, ideal_gain,
+                      ideal_gain / np.log2(np.arange(len(ideal_gain)) + 2.0), sum(contribution[top].tolist()),
+                      idcg, float(values.values[code]), *counts)

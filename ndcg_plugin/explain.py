@@ -2,9 +2,10 @@
 
 For each rank: doc id, score, relevance, gain, discount 1/log2(rank+1), contribution and
 cumulative DCG; the ideal ranking with its IDCG; the ratio. For MRR the first relevant rank,
-for HitRate the hits. Tied scores are listed with the order trec_eval gives them. The ranking
-comes from the engine itself (:func:`ndcg_plugin.engine.rank_query`), so the explanation and
-the score cannot disagree.
+for HitRate the hits. Tied scores are listed with the order trec_eval gives them. Every number
+comes from the engine itself (:func:`ndcg_plugin.engine.explain_query`, built from what
+:func:`ndcg_plugin.engine.compute` uses), so the explanation and the score cannot disagree;
+this module only lays them out.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from . import engine, reading
 from .formatting import format_value
-from .measures import PluginMeasure
+from .measures import ALL, PluginMeasure
 
 
 @dataclass
@@ -49,79 +50,75 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any) -> Explanation:
     if isinstance(measure, str):
         measure = ir_measures.parse_measure(measure)
     if not isinstance(measure, PluginMeasure):
-        raise ValueError(f"explain covers the plugin's measures (NDCG_lin, NDCG_exp, HitRate, HitRate_item, "
-                         f"MRR_zero, MRR_ignore); got {measure}")
+        raise ValueError(f"explain covers the plugin's measures ({', '.join(m.NAME for m in ALL)}); got {measure}")
     spec = engine.spec_of(measure)
     qrels_t = reading.read(qrels, "qrels")
     run_t = reading.read(run, "run")
     if query_id not in set(qrels_t["query_id"]):
         raise ValueError(f"query {query_id!r} is not in the qrels")
-    q_qrels = qrels_t[qrels_t["query_id"] == query_id].reset_index(drop=True)
-    q_run = run_t[run_t["query_id"] == query_id].reset_index(drop=True)
-    index = engine.QrelsIndex(q_qrels)
-    values = engine.compute(index, q_run, [spec])[spec]
-    value = float(values.values[0])
-    k = spec.cutoff
-    order = engine.query_order(q_run)
-    ranked = q_run.iloc[order].reset_index(drop=True)
-    judged = dict(zip(q_qrels["doc_id"], q_qrels["relevance"].tolist(), strict=True))
-    rel = np.array([judged.get(d, 0) for d in ranked["doc_id"]], dtype=np.int64)
-    is_judged = np.array([d in judged for d in ranked["doc_id"]])
-    table = pd.DataFrame({"rank": np.arange(1, len(ranked) + 1), "doc_id": ranked["doc_id"].astype(object),
-                          "score": ranked["score"].to_numpy(),
-                          "relevance": [str(r) if j else "unjudged" for r, j in zip(rel, is_judged, strict=True)]})
-    ties = _ties(ranked, k)
-    shown = table if k is None else table.head(k)
-    ideal = None
-    summary = []
-    if spec.family == "ndcg":
-        if spec.judged_only:
-            keep = is_judged & (rel >= 0)
-            shown = table[keep].head(k) if k else table[keep]
-            shown = shown.assign(rank=np.arange(1, len(shown) + 1))
-            rel_shown = rel[keep][: len(shown)]
-        else:
-            rel_shown = rel[: len(shown)]
-        gain = np.where([r != "unjudged" for r in shown["relevance"]], engine.gain_of(rel_shown, spec), 0.0)
-        discount = 1.0 / np.log2(np.arange(1, len(shown) + 1) + 1.0)
-        shown = shown.assign(gain=gain, discount=discount, contribution=gain * discount,
-                             dcg=np.cumsum(gain * discount))
-        pool = rel[is_judged] if spec.ideal == "run" else q_qrels["relevance"].to_numpy()
-        ideal_gain = np.sort(engine.gain_of(np.asarray(pool), spec))[::-1]
-        ideal_gain = ideal_gain[ideal_gain > 0][: k] if k else ideal_gain[ideal_gain > 0]
-        ideal_disc = 1.0 / np.log2(np.arange(1, len(ideal_gain) + 1) + 1.0)
-        ideal = pd.DataFrame({"rank": np.arange(1, len(ideal_gain) + 1), "gain": ideal_gain,
-                              "contribution": ideal_gain * ideal_disc, "idcg": np.cumsum(ideal_gain * ideal_disc)})
-        dcg = float(shown["contribution"].sum())
-        idcg = float(ideal["contribution"].sum())
-        at = f"@{k}" if k else ""
-        summary.append(f"DCG{at} = {dcg:.4f}, IDCG{at} = {idcg:.4f}, "
-                       f"NDCG{at} = {'DCG / IDCG = ' + format(dcg / idcg, '.4f') if idcg > 0 else '0 (IDCG = 0)'}")
+    index = engine.QrelsIndex(qrels_t[qrels_t["query_id"] == query_id].reset_index(drop=True))
+    t = engine.explain_query(index, run_t, query_id, spec)
+    labels = [str(r) if j else "unjudged" for r, j in zip(t.relevance.tolist(), t.judged, strict=True)]
+    table = pd.DataFrame({"rank": np.arange(1, len(t.doc_id) + 1), "doc_id": pd.Series(t.doc_id, dtype=object),
+                          "score": t.score, "relevance": labels})
+    shown = table[t.top].assign(rank=t.rank[t.top])
+    lay_out = _LAYOUTS.get(spec.family, _relevant_rows)
+    shown, ideal, summary = lay_out(t, shown, measure)
+    summary.append(f"{measure} = {t.value:.4f}" if not math.isnan(t.value) else f"{measure}: no value")
+    return Explanation(query_id, str(measure), t.value, shown.reset_index(drop=True), ideal,
+                       _ties(t.score, t.doc_id, spec.cutoff), summary)
+
+
+def _ndcg(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+    """The rows' gains, discounts and contributions; the ideal ranking; DCG / IDCG."""
+    contribution = t.contribution[t.top]
+    shown = shown.assign(gain=t.gain[t.top], discount=t.discount[t.top], contribution=contribution,
+                         dcg=np.cumsum(contribution))
+    ideal = pd.DataFrame({"rank": np.arange(1, len(t.ideal_gain) + 1), "gain": t.ideal_gain,
+                          "contribution": t.ideal_contribution, "idcg": np.cumsum(t.ideal_contribution)})
+    at = f"@{t.spec.cutoff}" if t.spec.cutoff else ""
+    ratio = "DCG / IDCG = " + format(t.dcg / t.idcg, ".4f") if t.idcg > 0 else "0 (IDCG = 0)"
+    return shown, ideal, [f"DCG{at} = {t.dcg:.4f}, IDCG{at} = {t.idcg:.4f}, NDCG{at} = {ratio}"]
+
+
+def _relevant_rows(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+    """The rows marked relevant (label >= rel) or not; no summary line of its own."""
+    return shown.assign(relevant=np.where(t.relevant[t.top], "yes", "")), None, []
+
+
+def _mrr(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+    """The first relevant rank within the cutoff, or what a miss gives (the measure's DEFAULT)."""
+    shown, _, summary = _relevant_rows(t, shown, measure)
+    k, rel = t.spec.cutoff, t.spec.rel
+    ranks = t.rank[t.top & t.relevant]
+    if len(ranks):
+        first = int(ranks[0])
+        summary.append(f"first relevant (rel >= {rel}) rank within {k}: {first}; RR = 1/{first} = {1 / first:.4f}")
     else:
-        relevant = is_judged[: len(shown)] & (rel[: len(shown)] >= spec.rel)
-        shown = shown.assign(relevant=np.where(relevant, "yes", ""))
-        if spec.family == "mrr":
-            first = int(np.flatnonzero(relevant)[0]) + 1 if relevant.any() else None
-            miss = "0 (MRR_zero)" if spec.variant == "zero" else "no value (MRR_ignore leaves the query out)"
-            if first:
-                summary.append(f"first relevant (rel >= {spec.rel}) rank within {k}: {first}; "
-                               f"RR = 1/{first} = {1 / first:.4f}")
-            else:
-                summary.append(f"no relevant doc (rel >= {spec.rel}) in the top {k}: {miss}")
-        else:
-            hits = int(relevant.sum())
-            if spec.variant == "query":
-                summary.append(f"hits in the top {k}: {hits}; HitRate = {1 if hits else 0}")
-            else:
-                summary.append(f"hits in the top {k}: {hits} of {len(shown)} returned; HitRate_item = "
-                               f"{hits}/{len(shown)} = {hits / len(shown) if len(shown) else 0:.4f}")
-    summary.append(f"{measure} = {value:.4f}" if not math.isnan(value) else f"{measure}: no value")
-    return Explanation(query_id, str(measure), value, shown.reset_index(drop=True), ideal, ties, summary)
+        miss = (f"no value ({measure.NAME} leaves the query out)" if math.isnan(measure.DEFAULT)
+                else f"{measure.DEFAULT:g} ({measure.NAME})")
+        summary.append(f"no relevant doc (rel >= {rel}) in the top {k}: {miss}")
+    return shown, None, summary
 
 
-def _ties(ranked: pd.DataFrame, k: int | None) -> list[str]:
+def _hitrate(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+    """The hits within the cutoff; for an item-level measure, over the docs returned there."""
+    shown, _, summary = _relevant_rows(t, shown, measure)
+    k, hits, n = t.spec.cutoff, int((t.top & t.relevant).sum()), len(shown)
+    if t.hits is None:
+        summary.append(f"hits in the top {k}: {hits}; {measure.NAME} = {1 if hits else 0}")
+    else:
+        summary.append(f"hits in the top {k}: {hits} of {n} returned; {measure.NAME} = "
+                       f"{hits}/{n} = {hits / n if n else 0:.4f}")
+    return shown, None, summary
+
+
+# how each family is laid out; a family without an entry gets its rows marked relevant or not
+_LAYOUTS = {"ndcg": _ndcg, "mrr": _mrr, "hitrate": _hitrate}
+
+
+def _ties(scores: np.ndarray, docs: list, k: int | None) -> list[str]:
     out = []
-    scores = ranked["score"].to_numpy()
     n = len(scores) if k is None else min(len(scores), k + 1)
     start = 0
     while start < n:
@@ -129,8 +126,7 @@ def _ties(ranked: pd.DataFrame, k: int | None) -> list[str]:
         while end + 1 < len(scores) and scores[end + 1] == scores[start]:
             end += 1
         if end > start:
-            docs = ", ".join(ranked["doc_id"].iloc[start:end + 1].astype(str))
-            out.append(f"tie: score {scores[start]:g} at ranks {start + 1}-{end + 1}: {docs} "
+            out.append(f"tie: score {scores[start]:g} at ranks {start + 1}-{end + 1}: {', '.join(docs[start:end + 1])} "
                        f"(ordered by doc id descending, as trec_eval)")
         start = end + 1
     return out

@@ -33,9 +33,11 @@ class PluginMeasure(Measure):
     """Base of the plugin's measures: ir-measures' Measure with faithful printing of dict
     parameters and validation errors that say what was expected and what was got."""
 
-    FAMILY: str = ""
-    VARIANT: str = ""
-    TREC_EVAL: str = ""  # the trec_eval counterpart, for docs and crosscheck
+    FAMILY: str = ""       # the engine's implementation (ndcg_plugin.engine)
+    VARIANT: str = ""      # its parameter there
+    TREC_EVAL: str = ""    # the trec_eval counterpart, for docs
+    ORACLE: str = ""       # the trec_eval measure crosscheck computes it from (ndcg_plugin.crosscheck)
+    BUILTIN: str = ""      # the ir-measures measure that computes the same, if any (see same_as_builtin)
 
     @property
     def CUTOFF_REQUIRED(self) -> bool:  # noqa: N802 - reads like the class constants beside it
@@ -127,22 +129,26 @@ class _NDCG(PluginMeasure):
     Negative labels and unjudged documents have gain 0; ``gains`` overrides listed labels.
     """
     FAMILY = "ndcg"
+    ORACLE = "ndcg_cut"
     SUPPORTED_PARAMS = _NDCG_PARAMS
 
 
 def _variant(family: type, name: str, variant: str, pretty: str, short: str, trec_eval: str,
              **extra) -> type:
     """A measure class of a family: its name, its variant and its descriptions; ``extra``
-    adds class attributes (DEFAULT, aggregator). The family's docstring documents both."""
+    adds class attributes (DEFAULT, aggregator, ORACLE; for NDCG ``gain``, the gain of a label
+    >= 0 in integer arithmetic, for crosscheck). The family's docstring documents both."""
     attrs = {"__doc__": family.__doc__, "__name__": name, "NAME": name, "VARIANT": variant,
              "PRETTY_NAME": pretty, "SHORT_DESC": short, "TREC_EVAL": trec_eval, "__module__": __name__, **extra}
     return type(f"_{name}", (family,), attrs)
 
 
 _NDCG_lin = _variant(_NDCG, "NDCG_lin", "linear", "NDCG with linear gain",
-                     "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)")
+                     "NDCG with gain = rel (trec_eval ndcg_cut).", "ndcg_cut.k (ndcg without cutoff)",
+                     BUILTIN="nDCG", gain=staticmethod(lambda rel: rel))
 _NDCG_exp = _variant(_NDCG, "NDCG_exp", "exp", "NDCG with exponential gain",
-                     "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1")
+                     "NDCG with gain = 2^rel - 1 (Burges et al.).", "ndcg_cut.k on qrels mapped rel -> 2^rel - 1",
+                     gain=staticmethod(lambda rel: 2 ** rel - 1))
 
 
 _CUT_REL_PARAMS = {
@@ -174,11 +180,11 @@ class _HitRate(PluginMeasure):
 
 _HitRate_query = _variant(_HitRate, "HitRate", "query", "Hit rate (query level)",
                           "1 if a relevant doc is in the top k, averaged over queries (trec_eval success.k).",
-                          "success.k with -l rel")
+                          "success.k with -l rel", ORACLE="success", BUILTIN="Success")
 _HitRate_item = _variant(_HitRate, "HitRate_item", "item", "Hit rate (item level)",
                          "Relevant docs in the top k over docs in the top k, micro-averaged over all queries.",
                          "P.k x k / min(k, num_ret) per query, summed over queries (run cut to k)",
-                         DEFAULT=ItemValue(0, 0), aggregator=lambda self: MicroAgg())
+                         ORACLE="P", DEFAULT=ItemValue(0, 0), aggregator=lambda self: MicroAgg())
 
 
 class _MRR(PluginMeasure):
@@ -193,12 +199,13 @@ class _MRR(PluginMeasure):
                 that have a value, NaN with a warning when none has
     """
     FAMILY = "mrr"
+    ORACLE = "recip_rank"
     SUPPORTED_PARAMS = _CUT_REL_PARAMS
 
 
 _MRR_zero = _variant(_MRR, "MRR_zero", "zero", "MRR, misses count 0",
                      "Reciprocal rank of the first relevant doc in the top k, 0 if none; mean over all queries.",
-                     "recip_rank with -M k")
+                     "recip_rank with -M k", BUILTIN="RR")
 _MRR_ignore = _variant(_MRR, "MRR_ignore", "ignore", "MRR, misses left out",
                        "Reciprocal rank of the first relevant doc in the top k; queries without one are left out.",
                        "recip_rank with -M k, averaged over queries with recip_rank > 0",
@@ -212,6 +219,20 @@ TREC_EVAL_NAMES = {
     "map_cut": ("AP@{k}", None), "recall": ("R@{k}", None), "Rprec": ("Rprec", None), "bpref": ("Bpref", None),
     "num_rel_ret": ("NumRelRet", None), "num_ret": ("NumRet", None), "num_rel": ("NumRel", None),
 }
+
+
+def same_as_builtin(measure) -> PluginMeasure | None:
+    """The plugin's measure that computes what a built-in one does (its ``BUILTIN``): ``nDCG@k``
+    is ``NDCG_lin@k``, ``RR(rel=r)@k`` is ``MRR_zero(rel=r)@k``, ``Success(rel=r)@k`` is
+    ``HitRate(rel=r)@k``; only with a cutoff and no parameter but ``rel`` (and judged_only=False),
+    else None."""
+    mine = next((m for m in ALL if m.BUILTIN and m.BUILTIN == getattr(measure, "NAME", None)), None)
+    cutoff = measure.params.get("cutoff") if mine is not None else None
+    others = set(measure.params) - {"cutoff", "judged_only"}
+    if cutoff is None or measure.params.get("judged_only") or not others <= {"rel"} & set(mine.SUPPORTED_PARAMS):
+        return None
+    rel = measure.params.get("rel", 1)
+    return (mine(rel=rel) if rel != 1 else mine) @ cutoff
 
 
 def _trec_eval_hint(text: str) -> str:
@@ -298,4 +319,4 @@ def register() -> None:
 
 
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
-           "PluginMeasure", "ALL", "register", "parse_measures"]
+           "PluginMeasure", "ALL", "register", "parse_measures", "same_as_builtin"]

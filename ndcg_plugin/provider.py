@@ -28,7 +28,7 @@ from ir_measures import Metric
 from ir_measures import measures as irm
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from .aggregate import ItemValue, aggregate_arrays
+from .aggregate import aggregate_arrays, per_query_values
 from .measures import ALL, PluginMeasure
 
 if TYPE_CHECKING:
@@ -222,13 +222,8 @@ class NdcgPluginEvaluator(Evaluator):
         query with a value for some measure yields one Metric per measure, NaN where it has
         none, so that every query they get has every measure (``pt.Experiment`` needs that).
         ir-measures' aggregators skip the NaN: both give the aggregate of calc_aggregate."""
-        columns = []
-        for measure, vals in per_measure.items():
-            if vals.hits is not None:
-                col = [ItemValue(h, r) for h, r in zip(vals.hits.tolist(), vals.returned.tolist(), strict=True)]
-            else:
-                col = vals.values.tolist()
-            columns.append((measure, col))
+        columns = [(measure, per_query_values(vals.values, vals.hits, vals.returned))
+                   for measure, vals in per_measure.items()]
         for i, qid in enumerate(self.query_ids):
             row = [(measure, col[i]) for measure, col in columns]
             if all(v != v for _, v in row):  # NaN everywhere: no value for this query

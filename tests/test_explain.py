@@ -1,10 +1,14 @@
 """explain: the tutorial table, written out by hand."""
 from __future__ import annotations
 
+import math
+import random
 from math import log2
 
+import ir_measures
 import pytest
 
+from ndcg_plugin import engine
 from ndcg_plugin.cli import main
 from ndcg_plugin.explain import explain
 
@@ -48,3 +52,51 @@ def test_explain_cli(tmp_path, capsys):
     assert main(["explain", str(tmp_path / "q"), str(tmp_path / "r"), "--query", "q", "-m", "NDCG_lin@5"]) == 0
     assert "NDCG@5 = DCG / IDCG = 0.9289" in capsys.readouterr().out
     assert main(["explain", str(tmp_path / "q"), str(tmp_path / "r"), "--query", "nope", "-m", "NDCG_lin@5"]) == 2
+
+
+EXPLAINED = ["NDCG_lin@5", "NDCG_exp@3", "NDCG_lin", "NDCG_lin(judged_only=True)@4", "NDCG_exp(ideal='run')@5",
+             "NDCG_lin(gains={0:1,2:7})@3", "NDCG_lin(ties='average')@3", "HitRate(rel=2)@3", "HitRate_item@4",
+             "MRR_zero@3", "MRR_ignore(rel=2)@5", "HitRate_item(ties='average')@2"]
+
+
+def random_case(seed: int):
+    rng = random.Random(seed)
+    docs = [f"{rng.choice('abcAB')}{rng.randint(0, 9)}" for _ in range(15)]
+    qrels, run = [], []
+    for q in ("q1", "q2", "q3"):
+        qrels += [(q, d, rng.choice([-1, 0, 1, 1, 2, 3])) for d in dict.fromkeys(rng.sample(docs, 6))]
+        if q != "q3" or seed % 2:  # some cases: a qrels query the run does not have
+            run += [(q, d, float(rng.choice([1, 2, 2, 3]))) for d in dict.fromkeys(rng.sample(docs, rng.randint(0, 9)))]
+    return qrels_df(qrels), run_df(run)
+
+
+@pytest.mark.filterwarnings("ignore:.*no query has a value:RuntimeWarning")
+@pytest.mark.parametrize("seed", range(25))
+def test_explain_numbers_are_engine_compute_numbers(seed):
+    """explain's value, DCG and IDCG are those engine.compute gives the query among all queries."""
+    qrels, run = random_case(seed)
+    index = engine.QrelsIndex(qrels)
+    for text in EXPLAINED:
+        measure = ir_measures.parse_measure(text)
+        spec = engine.spec_of(measure)
+        values = engine.compute(index, run, [spec], counts=[])[spec]
+        for i, q in enumerate(index.qids):
+            e = explain(qrels, run, q, measure)
+            expected = values.values[i]
+            assert e.value == expected or (math.isnan(e.value) and math.isnan(expected)), (text, q)
+            k = spec.cutoff or len(e.ranking) + 1
+            if spec.family == "ndcg":
+                trace = engine.explain_query(index, run, q, spec)
+                assert trace.idcg == index.ideal_dcg(spec)[i] or spec.ideal == "run"
+                assert e.ranking["contribution"].sum() == pytest.approx(trace.dcg, abs=1e-12)
+                assert (e.ideal["idcg"].iloc[-1] if len(e.ideal) else 0.0) == pytest.approx(trace.idcg, abs=1e-12)
+                if spec.ties == "trec":
+                    assert e.value == (trace.dcg / trace.idcg if trace.idcg > 0 else 0.0), (text, q)
+                assert len(e.ranking) <= k
+            elif spec.family == "mrr":
+                first = (e.ranking["relevant"] == "yes").to_numpy().argmax() + 1 if len(e.ranking) else 0
+                hit = len(e.ranking) and e.ranking["relevant"].iloc[first - 1] == "yes"
+                assert e.value == (1 / first if hit else float(measure.DEFAULT)) or not hit and math.isnan(e.value)
+            elif values.hits is not None and spec.ties == "trec":
+                assert (e.ranking["relevant"] == "yes").sum() == values.hits[i]
+                assert len(e.ranking) == values.returned[i]

@@ -148,3 +148,16 @@ def test_trec_eval_measure_names_get_their_equivalent(text, suggestion):
     with pytest.raises(ValueError) as e:
         parse_measures([text])
     assert repr(text) in str(e.value) and f"here it is {suggestion}" in str(e.value)
+
+
+@pytest.mark.parametrize("builtin, mine", [
+    ("nDCG@10", "NDCG_lin@10"), ("RR@10", "MRR_zero@10"), ("RR(rel=2)@10", "MRR_zero(rel=2)@10"),
+    ("RR(rel=1)@10", "MRR_zero@10"), ("Success@5", "HitRate@5"), ("Success(rel=2)@5", "HitRate(rel=2)@5"),
+    ("nDCG", None), ("RR", None), ("nDCG(dcg='exp-log2')@10", None), ("nDCG(gains={0:0,1:1})@10", None),
+    ("RR(judged_only=True)@10", None), ("Success(judged_only=True)@5", None), ("AP(rel=2)", None),
+    ("P@10", None), ("NDCG_lin@10", None),
+])
+def test_same_as_builtin(builtin, mine):
+    from ndcg_plugin.measures import same_as_builtin
+    got = same_as_builtin(ir_measures.parse_measure(builtin))
+    assert (None if got is None else str(got)) == mine
