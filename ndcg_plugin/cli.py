@@ -17,12 +17,12 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from .crosscheck import DEFAULT_MEASURES, format_rows
-from .crosscheck import crosscheck as run_crosscheck
 from .errors import DatasetError, InputError
 from .formatting import format_value, places_option
 from .measures import ALL, parse_measures, same_as_builtin
 from .provider import evaluate_tables, route
+from .trec_eval_check import DEFAULT_MEASURES, format_rows
+from .trec_eval_check import crosscheck as run_crosscheck
 
 BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
 
@@ -318,6 +318,7 @@ def cmd_explain(args) -> int:
 
 def cmd_compare(args) -> int:
     from . import compare as cmp
+    from . import compare_writers as writers
     if len(args.runs) < 2:
         raise UsageError(f"compare needs two or more runs to test against each other, got one ({args.runs[0]}); "
                          "to evaluate one run, use: ndcg-plugin eval QRELS RUN MEASURE ...")
@@ -333,16 +334,17 @@ def cmd_compare(args) -> int:
     if args.baseline:
         baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
     try:
-        table = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
-                            correction=args.correction, alpha=args.alpha, permutations=args.permutations)
+        result = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
+                             correction=args.correction, alpha=args.alpha, permutations=args.permutations)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    writer = {"markdown": lambda t: cmp.to_markdown(t, args.places), "latex": lambda t: cmp.to_latex(t, args.places),
-              "csv": cmp.to_csv, "jsonl": cmp.to_jsonl}[args.output]
-    print(writer(table))
+    writer = {"markdown": lambda r: writers.to_markdown(r, args.places),
+              "latex": lambda r: writers.to_latex(r, args.places), "csv": writers.to_csv,
+              "jsonl": writers.to_jsonl}[args.output]
+    print(writer(result))
     if args.plot:
         try:
-            cmp.plot(table, args.plot)
+            writers.plot(result, args.plot)
         except (ValueError, OSError) as e:
             raise UsageError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
         print(f"ndcg-plugin: wrote {args.plot}", file=sys.stderr)
