@@ -276,7 +276,7 @@ def cmd_explain(args) -> int:
     qrels, _ = _read_qrels(args)
     run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
-        print(explain(qrels, run, args.query, measure[0]).text(args.places))
+        print(explain(qrels, run, args.query, measure[0], args.places).text(args.places))
     except ValueError as e:
         raise UsageError(str(e)) from None
     return 0
