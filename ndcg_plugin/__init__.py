@@ -11,9 +11,9 @@ from typing import Any
 
 from . import measures as _measures
 from . import provider as _provider
-from .crosscheck import crosscheck  # the function; the module stays ndcg_plugin.crosscheck in sys.modules
 from .errors import InputError
 from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, parse_measures
+from .trec_eval_check import crosscheck  # the module (trec_eval_check) has its own name: no clash
 
 __version__ = "0.1.0"
 

@@ -5,10 +5,6 @@ input or usage (one message on stderr, no traceback).
 """
 from __future__ import annotations
 
-import argparse
-import csv
-import io as io_module
-import json
 import math
 import os
 import sys
@@ -17,22 +13,18 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from .crosscheck import DEFAULT_MEASURES, format_rows
-from .crosscheck import crosscheck as run_crosscheck
+from . import cli_parser
 from .errors import DatasetError, InputError
-from .formatting import format_value, places_option
+from .formatting import SUMMARY_QID, EvalWriter
 from .measures import ALL, parse_measures, same_as_builtin
 from .provider import evaluate_tables, route
-
-BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
+from .trec_eval_check import DEFAULT_MEASURES, format_rows
+from .trec_eval_check import crosscheck as run_crosscheck
 
 
 def _read(data, kind: str, **options):
     from .reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
     return read(data, kind, **options)
-
-SUMMARY_QID = "all"
-
 
 class UsageError(Exception):
     """A problem with what the user asked for, reported in one line with exit status 2."""
@@ -43,33 +35,6 @@ def _parse_measures(strings: Sequence[str]) -> list:
         return parse_measures(strings)
     except ValueError as e:
         raise UsageError(str(e)) from None
-
-
-def _csv_line(*fields: str) -> str:
-    buf = io_module.StringIO()
-    csv.writer(buf, lineterminator="").writerow(fields)
-    return buf.getvalue()
-
-
-def _emit(args, qid: str | None, measure, value: float) -> None:
-    """One result line. ``qid`` None: the aggregate (``all`` in tsv under -q, trec_eval and csv)."""
-    if args.output == "trec_eval":  # trec_eval's own layout: printf("%-22s\t%s\t%6.4f\n", ...)
-        print(f"{str(measure):<22}\t{SUMMARY_QID if qid is None else qid}\t"
-              + (f"{value:6.{args.places}f}" if args.places >= 0 else format_value(value, args.places)))
-    elif args.output == "csv":
-        if not getattr(args, "csv_header_written", False):  # written with the first value, not before an error
-            print(_csv_line("query_id", "measure", "value"))
-            args.csv_header_written = True
-        print(_csv_line(SUMMARY_QID if qid is None else qid, str(measure), format_value(value, args.places)))
-    elif args.output == "jsonl":
-        rec = {"query_id": qid, "measure": str(measure), "value": None if math.isnan(value) else float(value)}
-        if qid is None:
-            del rec["query_id"]
-        print(json.dumps(rec))
-    elif qid is None:
-        print(f"{measure}\t{format_value(value, args.places)}")
-    else:
-        print(f"{qid}\t{measure}\t{format_value(value, args.places)}")
 
 
 class _Progress:
@@ -130,14 +95,15 @@ def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
     measures = _parse_measures([*args.measures, *args.more_measures])
+    writer = EvalWriter(args.output, args.places)
     if args.engine == "spark":
-        return _eval_spark(args, measures)
+        return _eval_spark(args, measures, writer)
     opened = None
     if _streams(args, measures):  # the run's first blocks are parsed while the qrels are read
         from .stream import RunFile
         opened = RunFile(args.run, args.run_format, args.block_size, _progress(args))
     try:
-        return _eval_tables(args, measures, opened)
+        return _eval_tables(args, measures, opened, writer)
     finally:
         if opened is not None:
             opened.close()
@@ -157,7 +123,7 @@ def _progress(args):
     return _Progress(args.run) if sys.stderr.isatty() else None
 
 
-def _eval_tables(args, measures: list, opened) -> int:
+def _eval_tables(args, measures: list, opened, writer: EvalWriter) -> int:
     qrels, dataset = _read_qrels(args, columns=opened is not None)  # the engine alone reads them
     if not measures:
         if dataset is None:
@@ -199,14 +165,14 @@ def _eval_tables(args, measures: list, opened) -> int:
             for metric in metrics:
                 aggs[metric.measure].add(metric.value)
                 if not math.isnan(metric.value):  # MRR_ignore: queries without a value are omitted
-                    _emit(args, metric.query_id, metric.measure, metric.value)
+                    writer.line(metric.query_id, metric.measure, metric.value)
             if not args.no_summary:
                 for m in measures:
-                    _emit(args, SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
+                    writer.line(SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
         else:
             results = routed.calc_aggregate() if routed is not None else calc.calc_aggregate(measures, qrels, run)
             for m in measures:
-                _emit(args, None, m, results[m])
+                writer.line(None, m, results[m])
     except ValueError as e:
         if isinstance(e, InputError):
             raise
@@ -214,7 +180,7 @@ def _eval_tables(args, measures: list, opened) -> int:
     return 0
 
 
-def _eval_spark(args, measures: list) -> int:
+def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark),
     printed exactly as the local engine's."""
     from . import spark as ndcg_spark
@@ -233,11 +199,11 @@ def _eval_spark(args, measures: list) -> int:
             for qid, values in ev.rows():
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # MRR_ignore: queries without a value are omitted
-                        _emit(args, qid, m, v)
+                        writer.line(qid, m, v)
         if not (args.by_query and args.no_summary):
             results = ev.aggregates()
             for m in ev.measures:
-                _emit(args, SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results[m])
+                writer.line(SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results[m])
     except ndcg_spark.SparkUnavailable as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
@@ -310,7 +276,7 @@ def cmd_explain(args) -> int:
     qrels, _ = _read_qrels(args)
     run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
-        print(explain(qrels, run, args.query, measure[0]).text(args.places))
+        print(explain(qrels, run, args.query, measure[0], args.places).text(args.places))
     except ValueError as e:
         raise UsageError(str(e)) from None
     return 0
@@ -318,6 +284,7 @@ def cmd_explain(args) -> int:
 
 def cmd_compare(args) -> int:
     from . import compare as cmp
+    from . import compare_writers as writers
     if len(args.runs) < 2:
         raise UsageError(f"compare needs two or more runs to test against each other, got one ({args.runs[0]}); "
                          "to evaluate one run, use: ndcg-plugin eval QRELS RUN MEASURE ...")
@@ -333,16 +300,17 @@ def cmd_compare(args) -> int:
     if args.baseline:
         baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
     try:
-        table = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
-                            correction=args.correction, alpha=args.alpha, permutations=args.permutations)
+        result = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
+                             correction=args.correction, alpha=args.alpha, permutations=args.permutations)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    writer = {"markdown": lambda t: cmp.to_markdown(t, args.places), "latex": lambda t: cmp.to_latex(t, args.places),
-              "csv": cmp.to_csv, "jsonl": cmp.to_jsonl}[args.output]
-    print(writer(table))
+    writer = {"markdown": lambda r: writers.to_markdown(r, args.places),
+              "latex": lambda r: writers.to_latex(r, args.places), "csv": writers.to_csv,
+              "jsonl": writers.to_jsonl}[args.output]
+    print(writer(result))
     if args.plot:
         try:
-            cmp.plot(table, args.plot)
+            writers.plot(result, args.plot)
         except (ValueError, OSError) as e:
             raise UsageError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
         print(f"ndcg-plugin: wrote {args.plot}", file=sys.stderr)
@@ -359,143 +327,23 @@ def cmd_measures(args) -> int:
     return 0
 
 
-def _parents() -> dict[str, argparse.ArgumentParser]:
-    """Options shared by subcommands, defined once: the two input files, how files are read, and
-    the number of decimal places."""
-    files = argparse.ArgumentParser(add_help=False)
-    files.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
-                       "msmarco-passage/dev/small")
-    files.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
-    reading = argparse.ArgumentParser(add_help=False)
-    reading.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
-                         help="run file format (default: detected from the first line)")
-    reading.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
-                         help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
-                              "or keep the highest score/label")
-    places = argparse.ArgumentParser(add_help=False)
-    places.add_argument("-p", "--places", type=places_option, default=4, help="decimal places (default 4; -1: all)")
-    return {"files": files, "reading": reading, "places": places}
+HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compare, "explain": cmd_explain,
+            "measures": cmd_measures, "datasets_seed": cmd_datasets_seed, "datasets_info": cmd_datasets_info}
 
 
-def _add_eval(sub, parents: dict) -> None:
-    e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
-    e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
-                   "(default with a dataset id: its official measures)")
-    e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
-                   help="measures given as options (the form of compare and crosscheck), added to the others")
-    e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
-    e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
-    e.add_argument("-o", "--output", choices=["tsv", "jsonl", "trec_eval", "csv"], default="tsv",
-                   help="tsv (default), jsonl, trec_eval (trec_eval's own layout) or csv")
-    e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
-                   help="compute every measure with this ir-measures provider")
-    e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",
-                   help="read a run file in blocks of this many bytes, keeping only per-query values, when "
-                        f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
-                        "whole into memory)")
-    e.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local (default) or spark: the same measures and output computed by Spark SQL on text "
-                        "or Parquet files (needs the [spark] extra and Java 17)")
-    e.add_argument("--spark-master", default="local[*]", metavar="URL",
-                   help="with --engine spark: the Spark master (default local[*])")
-    e.set_defaults(func=cmd_eval)
-
-
-def _add_crosscheck(sub, parents: dict) -> None:
-    c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval",
-                       parents=[parents["files"], parents["reading"], parents["places"]])
-    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(DEFAULT_MEASURES)})")
-    c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
-                   "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
-    c.set_defaults(func=cmd_crosscheck)
-
-
-def _add_compare(sub, parents: dict) -> None:
-    c = sub.add_parser("compare", help="compare runs with paired significance tests; Markdown/LaTeX tables",
-                       parents=[parents["reading"], parents["places"]])
-    c.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
-    c.add_argument("runs", nargs="+", help="two or more run files")
-    c.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
-    compare_error = c.error
-
-    def error_with_hint(message: str):
-        if "required: qrels" in message or "the following arguments are required" in message:
-            message += ("; -m takes every word after it as a measure, so put it after the files: "
-                        "ndcg-plugin compare QRELS RUN1 RUN2 -m NDCG_lin@10 MRR_zero@10")
-        compare_error(message)
-
-    c.error = error_with_hint
-    c.add_argument("--baseline", help="the run the others are tested against (default: the first)")
-    c.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
-    c.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
-                   help="paired test over queries (default t)")
-    c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
-                   help="multiple-comparison correction over (run, measure) pairs (default holm)")
-    c.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    c.add_argument("--permutations", type=int, default=10_000,
-                   help="randomization flips / bootstrap resamples (default 10000; seeded)")
-    c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
-    c.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
-    c.set_defaults(func=cmd_compare)
-
-
-def _add_explain(sub, parents: dict) -> None:
-    x = sub.add_parser("explain", help="show how one query's score is computed",
-                       parents=[parents["files"], parents["reading"], parents["places"]])
-    x.add_argument("--query", required=True, help="the query id")
-    x.add_argument("-m", "--measure", required=True, help="one plugin measure, e.g. NDCG_exp@10")
-    x.set_defaults(func=cmd_explain)
-
-
-def _add_datasets(sub) -> None:
-    d = sub.add_parser("datasets", help="ir-datasets collections: seed the cache offline, show what is present")
-    dsub = d.add_subparsers(dest="datasets_command", required=True)
-    ds = dsub.add_parser("seed", help="place local qrels/queries files where ir-datasets reads them")
-    ds.add_argument("dataset", help="ir-datasets id, e.g. msmarco-passage/trec-dl-2019/judged")
-    ds.add_argument("--qrels", metavar="FILE", help="the qrels file (plain or gzip)")
-    ds.add_argument("--queries", metavar="FILE", help="the queries file, qid<TAB>text (plain or gzip)")
-    ds.add_argument("--force", action="store_true", help="place the file even if its md5 or counts differ "
-                    "from what ir-datasets records")
-    ds.set_defaults(func=cmd_datasets_seed)
-    di = dsub.add_parser("info", help="official measures and the local state of a dataset's qrels and queries")
-    di.add_argument("dataset", help="ir-datasets id")
-    di.set_defaults(func=cmd_datasets_info)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
-                                "checked against trec_eval.")
-    sub = p.add_subparsers(dest="command", required=True)
-    parents = _parents()
-    _add_eval(sub, parents)
-    _add_crosscheck(sub, parents)
-    _add_compare(sub, parents)
-    _add_explain(sub, parents)
-    sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(func=cmd_measures)
-    _add_datasets(sub)
-    return p
-
-
-def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The arguments; eval's measures may also come after options (``eval Q R -p 6 NDCG_lin@10``),
-    which argparse alone leaves unrecognized once the positionals before the options are taken."""
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):
-        args.measures = [*args.measures, *rest]
-    elif rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return args
+def build_parser():
+    """The argument parser (:mod:`ndcg_plugin.cli_parser`)."""
+    return cli_parser.build_parser()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse_args(argv)
+    args = cli_parser.parse_args(argv)
     original_format = warnings.formatwarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
-            return args.func(args)
+            return HANDLERS[args.handler](args)
     except InputError as e:
         print(f"ndcg-plugin: error: {e}", file=sys.stderr)
     except (UsageError, DatasetError) as e:

@@ -1,9 +1,17 @@
-"""Compare runs: one row per run, one column per measure (mean), paired significance tests
-against a baseline with a multiple-comparison correction, tables in Markdown, LaTeX
-(booktabs), CSV and JSON lines.
+"""Compare runs: per run, each measure's aggregate (as ``ndcg-plugin eval`` prints it) and
+paired significance tests against a baseline, with a multiple-comparison correction. The
+result is a :class:`Comparison`; :mod:`ndcg_plugin.compare_writers` lays it out (Markdown,
+LaTeX booktabs, CSV, JSON lines, a per-query difference plot).
+
+Each measure is computed as ``eval`` computes it (:func:`ndcg_plugin.provider.evaluate_tables`:
+the plugin's engine for the measures it computes, with trec_eval's conventions, ir-measures
+for the others), so a table's numbers are ``eval``'s numbers: HitRate_item's is the micro
+average, MRR_ignore's the mean over the queries with a value.
 
 Tests are paired over the qrels queries, with each measure's own conventions: a query missing
-from a run scores 0, and MRR_ignore pairs only the queries that have a value in both runs.
+from a run scores 0 (for the measures the engine computes; another provider's measure pairs
+the queries it yields a value for in both runs), and MRR_ignore pairs only the queries that
+have a value in both runs.
 
 - ``t``: paired t-test (``scipy.stats.ttest_rel``);
 - ``randomization``: Fisher's paired randomization test, two-sided, on the mean difference;
@@ -17,26 +25,80 @@ Corrections over the (run, measure) comparisons: ``holm`` (Holm-Bonferroni, defa
 """
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
-import ir_measures
 import numpy as np
 import pandas as pd
 
 from . import reading
-from .formatting import format_value
 from .measures import parse_measures
+from .provider import evaluate_tables
+
+TESTS = ("t", "randomization", "bootstrap")
+CORRECTIONS = ("holm", "bonferroni", "none")
 
 
-def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> dict:
-    """{measure: pd.Series of per-query values over the qrels queries} for one run."""
+@dataclass
+class Test:
+    """One run against the baseline on one measure."""
+    pvalue: float                  # corrected
+    significant: bool              # pvalue < alpha
+    interval: tuple[float, float] | None = None  # bootstrap: 95% interval of the mean difference
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` found (cf. ranx's ``Report``): per run, each measure's aggregate and
+    per-query values, and each non-baseline run's :class:`Test` against the baseline."""
+    runs: list[str]
+    measures: list                 # the measure objects, in the order asked
+    baseline: str
+    test: str
+    correction: str
+    alpha: float
+    means: dict[str, dict[str, float]] = field(default_factory=dict)   # run -> measure -> aggregate
+    per_query: dict[str, dict[str, pd.Series]] = field(default_factory=dict)  # run -> measure -> values
+    tests: dict[tuple[str, str], Test] = field(default_factory=dict)   # (run, measure) -> test
+
+    @property
+    def measure_names(self) -> list[str]:
+        return [str(m) for m in self.measures]
+
+    @property
+    def pairs_valued_only(self) -> bool:
+        """Whether some measure pairs only the queries with a value in both runs (MRR_ignore)."""
+        return any(_may_have_no_value(m) for m in self.measures)
+
+    def table(self) -> pd.DataFrame:
+        """One row per run: the aggregates, then for each non-baseline run the corrected p-value
+        (``p:<measure>``), significance (``sig:<measure>``) and, for bootstrap, the interval
+        (``ci:<measure>``)."""
+        rows = {}
+        for name in self.runs:
+            row: dict[str, Any] = dict(self.means[name])
+            for m in self.measure_names:
+                t = self.tests.get((name, m))
+                if t is not None:
+                    row[f"p:{m}"] = t.pvalue
+                    row[f"sig:{m}"] = t.significant
+                    if t.interval is not None:
+                        row[f"ci:{m}"] = t.interval
+            rows[name] = row
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> tuple[dict, dict]:
+    """({measure: aggregate}, {measure: pd.Series of per-query values over the qrels queries})
+    for one run, both as ``eval`` computes them."""
+    evaluation = evaluate_tables(measures, qrels_table, run)
     values: dict = {m: {} for m in measures}
-    for metric in ir_measures.iter_calc(measures, qrels_table, run):
+    for metric in evaluation.iter_calc():
         values[metric.measure][metric.query_id] = float(metric.value)
     qids = sorted(set(qrels_table["query_id"]))
-    return {m: pd.Series(v, dtype=float).reindex(qids) for m, v in values.items()}
+    aggregates = {str(m): float(v) for m, v in evaluation.calc_aggregate().items()}
+    return aggregates, {str(m): pd.Series(v, dtype=float).reindex(qids) for m, v in values.items()}
 
 
 def _may_have_no_value(measure) -> bool:
@@ -103,13 +165,12 @@ def _correct(pvalues: list[float], method: str) -> list[float]:
 
 
 def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = None, test: str = "t",
-            correction: str = "holm", alpha: float = 0.05, permutations: int = 10_000, seed: int = 0) -> pd.DataFrame:
-    """A table with one row per run: the mean of each measure, and for each non-baseline run the
-    corrected p-value (``p:<measure>``), significance (``sig:<measure>``) and, for bootstrap, the
-    95% interval of the mean difference (``ci:<measure>``)."""
-    if test not in ("t", "randomization", "bootstrap"):
+            correction: str = "holm", alpha: float = 0.05, permutations: int = 10_000, seed: int = 0) -> Comparison:
+    """Compare ``runs`` ({name: run in any form :func:`ndcg_plugin.read` takes}) on ``measures``
+    against ``baseline`` (default: the first run); see the module docstring."""
+    if test not in TESTS:
         raise ValueError(f"test must be 't', 'randomization' or 'bootstrap', got {test!r}")
-    if correction not in ("holm", "bonferroni", "none"):
+    if correction not in CORRECTIONS:
         raise ValueError(f"correction must be 'holm', 'bonferroni' or 'none', got {correction!r}")
     measures = parse_measures(measures)
     names = list(runs)
@@ -119,133 +180,28 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
     if baseline not in runs:
         raise ValueError(f"baseline {baseline!r} is not one of the runs {names}")
     qrels_table = reading.read(qrels, "qrels")
-    values = {name: per_query(qrels_table, reading.read(run, "run"), measures) for name, run in runs.items()}
-    rows = {name: {str(m): float(np.nanmean(values[name][m])) if values[name][m].notna().any() else math.nan
-                   for m in measures} for name in names}
-    tests = []
+    result = Comparison(names, measures, baseline, test, correction, alpha)
+    for name, run in runs.items():
+        result.means[name], result.per_query[name] = per_query(qrels_table, reading.read(run, "run"), measures)
+    found = []
     for name in names:
         if name == baseline:
             continue
-        for m in measures:
-            a, b = values[name][m], values[baseline][m]
+        for m in result.measure_names:
+            a, b = result.per_query[name][m], result.per_query[baseline][m]
             both = a.notna() & b.notna()  # MRR_ignore: queries with a value in both runs
-            x, y = a[both].to_numpy(), b[both].to_numpy()
-            ci = None
-            if test == "t":
-                p = _t(x, y)
-            elif test == "randomization":
-                p = _randomization(x - y, permutations, seed)
-            else:
-                p, lo, hi = _bootstrap(x - y, permutations, seed)
-                ci = (lo, hi)
-            tests.append((name, m, p, ci))
-    adjusted = _correct([t[2] for t in tests], correction)
-    for (name, m, _, ci), p in zip(tests, adjusted, strict=True):
-        rows[name][f"p:{m}"] = p
-        rows[name][f"sig:{m}"] = bool(p < alpha)
-        if ci is not None:
-            rows[name][f"ci:{m}"] = ci
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.attrs.update(baseline=baseline, test=test, correction=correction, alpha=alpha,
-                       measures=[str(m) for m in measures], ignore=any(_may_have_no_value(m) for m in measures),
-                       per_query={name: {str(m): v.to_dict() for m, v in values[name].items()} for name in names})
-    return table
+            found.append((name, m, *_paired(a[both].to_numpy(), b[both].to_numpy(), test, permutations, seed)))
+    adjusted = _correct([f[2] for f in found], correction)
+    for (name, m, _, interval), p in zip(found, adjusted, strict=True):
+        result.tests[(name, m)] = Test(p, bool(p < alpha), interval)
+    return result
 
 
-def plot(table: pd.DataFrame, path: str) -> None:
-    """Per-query differences, each run minus the baseline, sorted, one panel per measure (PNG)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ValueError("--plot needs matplotlib: pip install 'ndcg-plugin[plot]'") from None
-    a = table.attrs
-    others = [n for n in table.index if n != a["baseline"]]
-    measures = a["measures"]
-    fig, axes = plt.subplots(len(measures), 1, figsize=(8, 2.8 * len(measures)), squeeze=False)
-    for ax, m in zip(axes[:, 0], measures, strict=True):
-        base = pd.Series(a["per_query"][a["baseline"]][m])
-        diffs = {name: pd.Series(a["per_query"][name][m]) - base for name in others}
-        # one query order for every run (that of the first run's difference), so one x position is one query
-        order = diffs[others[0]].dropna().sort_values(ascending=False).index if others else []
-        for name in others:
-            diff = diffs[name].reindex(order)
-            ax.bar(np.arange(len(diff)), diff.to_numpy(), width=1.0, alpha=0.6, label=f"{name} - {a['baseline']}")
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(f"{m}: per-query difference from {a['baseline']} (queries in one order: "
-                     f"{others[0] if others else ''}'s difference, descending)")
-        ax.set_xlabel("queries")
-        ax.set_ylabel("difference")
-        ax.legend(loc="upper right", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _cells(table: pd.DataFrame, places: int, bold, mark) -> list[list[str]]:
-    measures = table.attrs["measures"]
-    best = {m: table[m].max() for m in measures}
-    out = []
-    for name, row in table.iterrows():
-        cells = [str(name)]
-        for m in measures:
-            text = format_value(row[m], places) if not math.isnan(row[m]) else "-"
-            if not math.isnan(row[m]) and row[m] == best[m]:
-                text = bold(text)
-            if row.get(f"sig:{m}") is True:
-                text += mark
-            cells.append(text)
-        out.append(cells)
-    return out
-
-
-def _footnote(table: pd.DataFrame) -> str:
-    a = table.attrs
-    note = (f"significantly different from {a['baseline']} (paired {a['test']} test, {a['correction']} "
-            f"correction, alpha {a['alpha']})")
-    if a["ignore"]:
-        note += "; MRR_ignore pairs only the queries with a value in both runs"
-    return note
-
-
-def to_markdown(table: pd.DataFrame, places: int = 4) -> str:
-    measures = table.attrs["measures"]
-    lines = ["| run | " + " | ".join(measures) + " |", "|---" * (len(measures) + 1) + "|"]
-    lines += ["| " + " | ".join(c) + " |" for c in _cells(table, places, lambda t: f"**{t}**", "†")]
-    return "\n".join(lines + ["", f"† {_footnote(table)}; best per column in bold."])
-
-
-_LATEX = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
-                        "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"})
-
-
-def _latex_escape(text: str) -> str:
-    return text.translate(_LATEX)
-
-
-def to_latex(table: pd.DataFrame, places: int = 4) -> str:
-    measures = table.attrs["measures"]
-    rows = _cells(table, places, lambda t: f"\\textbf{{{t}}}", "$^\\dagger$")
-    lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{l" + "r" * len(measures) + "}", r"\toprule",
-             "Run & " + " & ".join(_latex_escape(m) for m in measures) + r" \\", r"\midrule"]
-    lines += [" & ".join([_latex_escape(c[0]), *c[1:]]) + r" \\" for c in rows]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{$^\dagger$ " + _latex_escape(_footnote(table)) +
-              r"; best per column in bold.}", r"\end{table}"]
-    return "\n".join(lines)
-
-
-def to_csv(table: pd.DataFrame) -> str:
-    return table.rename_axis("run").to_csv()
-
-
-def to_jsonl(table: pd.DataFrame) -> str:
-    out = []
-    for name, row in table.iterrows():
-        rec = {"run": name}
-        for k, v in row.items():
-            if isinstance(v, float) and math.isnan(v):
-                v = None
-            rec[k] = list(v) if isinstance(v, tuple) else v
-        out.append(json.dumps(rec))
-    return "\n".join(out)
+def _paired(x: np.ndarray, y: np.ndarray, test: str, permutations: int, seed: int) -> tuple[float, tuple | None]:
+    """(p-value, bootstrap interval or None) of x against y, paired."""
+    if test == "t":
+        return _t(x, y), None
+    if test == "randomization":
+        return _randomization(x - y, permutations, seed), None
+    p, lo, hi = _bootstrap(x - y, permutations, seed)
+    return p, (lo, hi)

@@ -7,7 +7,7 @@ Pipeline (no Python loop per query or per document):
 2. the run's query ids become codes from their runs of equal values (one string hashed per
    query in a grouped run) and are mapped to qrels query codes; run queries absent from the
    qrels are dropped, with a warning;
-3. only the rows that can rank within the deepest cutoff are kept (:func:`_candidates`): read
+3. only the rows that can rank within the deepest cutoff are kept (:func:`ranking.candidates`): read
    off directly for a ranked run (grouped by query, scores descending: the usual TREC file),
    np.partition for a run grouped by query, one numeric sort otherwise;
 4. those rows are ordered by score descending, and only rows whose score ties with a
@@ -19,17 +19,15 @@ Pipeline (no Python loop per query or per document):
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 from ir_measures.providers.base import NOT_PROVIDED
 
-from . import ties
-from .columns import as_arrow_strings, columns_of, factorize, from_numpy, group_codes, take_sorted, to_numpy
+from . import ranking, ties
+from .columns import as_arrow_strings, columns_of, factorize, from_numpy, to_numpy
 from .measures import PluginMeasure
 
 
@@ -158,16 +156,6 @@ def gain_of(rel: np.ndarray, spec: Spec) -> np.ndarray:
     return gain
 
 
-def _group_ranks(group: np.ndarray) -> np.ndarray:
-    """0-based position of each row within its run of equal ``group`` values."""
-    n = len(group)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
-
-
 def _ideal_dcg(q: np.ndarray, gain: np.ndarray, cutoff: int | None, nq: int) -> np.ndarray:
     """IDCG per query from the positive gains sorted descending (trec_eval leaves gains <= 0
     out of the ideal ranking)."""
@@ -175,213 +163,12 @@ def _ideal_dcg(q: np.ndarray, gain: np.ndarray, cutoff: int | None, nq: int) -> 
     q, gain = q[positive], gain[positive]
     order = np.lexsort((-gain, q))
     qs, gs = q[order], gain[order]
-    rank = _group_ranks(qs)
+    rank = ranking.group_ranks(qs)
     keep = rank < cutoff if cutoff is not None else np.ones(len(qs), dtype=bool)
     return np.bincount(qs[keep], weights=gs[keep] / np.log2(rank[keep] + 2.0), minlength=nq)
 
 
-@dataclass
-class RankedRun:
-    """The top of a run, ranked within each query. Row arrays (``q``, ``rank``, ``rel``,
-    ``judged``) hold the rows ranked above ``depth`` (all rows when depth is None), in rank
-    order; ``returned`` counts every row per query; ``pool_q``/``pool_rel`` are every judged
-    row (for an ideal ranking built from the run)."""
-    q: np.ndarray
-    rank: np.ndarray
-    rel: np.ndarray
-    judged: np.ndarray
-    score: np.ndarray
-    returned: np.ndarray
-    pool_q: np.ndarray
-    pool_rel: np.ndarray
-    nq: int
-
-
-@dataclass
-class _Rows:
-    """The run's rows for qrels queries; relevance is joined on demand (:meth:`judge`), since
-    most measures only need it for the few rows that rank within the cutoff."""
-    group: np.ndarray   # query code in order of appearance in the run
-    q: np.ndarray       # qrels query code
-    score: np.ndarray
-    docs: pa.Array      # doc ids
-    rel: np.ndarray | None = None
-    judged: np.ndarray | None = None
-    sizes: np.ndarray | None = None    # rows per group code (when known without counting)
-    group_q: np.ndarray | None = None  # qrels query code per group code
-
-    def subset(self, rows: np.ndarray) -> _Rows:
-        """The rows at these indices (or this boolean mask)."""
-        if rows.dtype == bool:
-            rows = np.flatnonzero(rows)
-        return _Rows(self.group[rows], self.q[rows], self.score[rows], take_sorted(self.docs, rows),
-                     None if self.rel is None else self.rel[rows],
-                     None if self.judged is None else self.judged[rows])
-
-    def group_sizes(self) -> np.ndarray:
-        return self.sizes if self.sizes is not None else np.bincount(self.group)
-
-    def returned(self, nq: int) -> np.ndarray:
-        """Rows per qrels query."""
-        if self.sizes is None or self.group_q is None:
-            return np.bincount(self.q, minlength=nq)
-        valid = self.group_q >= 0
-        return np.bincount(self.group_q[valid], weights=self.sizes[valid], minlength=nq).astype(np.int64)
-
-    def judge(self, index: QrelsIndex) -> _Rows:
-        """Look each doc up in the qrels (hash probes into the small qrels, then the packed
-        (query, doc) keys): sets ``rel`` (0 where unjudged) and ``judged``."""
-        if self.rel is not None:
-            return self
-        n = len(self.q)
-        self.judged = np.zeros(n, dtype=bool)
-        self.rel = np.zeros(n, dtype=np.int64)
-        if n == 0 or len(index.keys) == 0:
-            return self
-        dcode = to_numpy(pc.index_in(self.docs, value_set=index.doc_values), null=-1)
-        cand = np.flatnonzero(dcode >= 0)
-        keys = self.q[cand].astype(np.int64) * index.ndocs + dcode[cand].astype(np.int64)
-        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
-        hit = index.keys[pos] == keys
-        self.judged[cand[hit]] = True
-        self.rel[cand[hit]] = index.rel[pos[hit]]
-        return self
-
-
-def report_unmatched(unmatched: int, total: int) -> None:
-    """A warning (shown once per message) when run queries are not in the qrels."""
-    if total and unmatched == total:
-        warnings.warn(f"0 of {total} run queries are in the qrels: no query in common, so every qrels query "
-                      f"scores 0 (MRR_ignore has no value); are these the right qrels for this run?",
-                      RuntimeWarning, stacklevel=2)  # one location: shown once
-    elif unmatched:
-        warnings.warn(f"{unmatched} of {total} run queries are not in the qrels and are ignored, as trec_eval "
-                      f"ignores them", RuntimeWarning, stacklevel=2)
-
-
-def _join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None) -> _Rows:
-    """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
-    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
-    qids, docs, score = columns_of(run, "score")
-    score = score.astype(np.float64, copy=False)
-    group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
-    q_map = index.code_of(q_uniques)
-    q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
-    if counts is None:
-        report_unmatched(int((q_map < 0).sum()), len(q_map))
-    else:
-        counts.append((int((q_map < 0).sum()), len(q_map)))
-    if (q_map < 0).any():  # run queries absent from the qrels are ignored
-        rows = np.flatnonzero(q >= 0)
-        group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)
-        sizes = np.where(q_map >= 0, sizes, 0)
-    return _Rows(group, q.astype(np.int32), score, docs, sizes=sizes, group_q=q_map)
-
-
-def _is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
-    """True when rows are grouped by query and sorted by score descending within each group
-    (how retrieval toolkits write runs): then positions are ranks up to ties."""
-    if len(group) < 2:
-        return True
-    same = group[1:] == group[:-1]
-    return bool(np.all(group[1:] >= group[:-1]) and np.all(~same | (score[1:] <= score[:-1])))
-
-
-def _candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: bool,
-                sizes: np.ndarray) -> np.ndarray | None:
-    """Indices (ascending) of the rows that can rank above ``depth`` in their query: every row
-    whose score is at least the query's depth-th highest, so ties at the boundary stay in; None
-    for all rows. A ranked run takes each query's first ``depth`` rows and the rows that tie
-    with the last of them; a run grouped by query finds the depth-th score with np.partition
-    on a (queries x longest list) matrix; any other run with one numeric sort."""
-    n = len(group)
-    if depth is None or n == 0 or sizes.max() <= depth:
-        return None
-    starts = np.cumsum(sizes) - sizes
-    if ranked:
-        take = np.minimum(sizes, depth)
-        first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-        extra = []
-        deep = np.flatnonzero(sizes > depth)
-        kth = score[starts[deep] + depth - 1]
-        pos, ends = starts[deep] + depth, starts[deep] + sizes[deep]
-        while len(pos):  # rows tied with the depth-th one follow it directly
-            more = pos < ends
-            more[more] = score[pos[more]] == kth[more]
-            pos, ends, kth = pos[more], ends[more], kth[more]
-            extra.append(pos.copy())
-            pos += 1
-        return np.sort(np.concatenate([first, *extra])) if extra else first
-    if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
-        present = sizes > 0
-        if np.all(sizes[present] == sizes[present][0]):
-            rows_per = int(sizes[present][0])
-            kth = np.full(len(sizes), -np.inf)
-            kth[present] = -np.partition(-score.reshape(-1, rows_per), depth - 1, axis=1)[:, depth - 1]
-        else:
-            matrix = np.full((len(sizes), int(sizes.max())), np.inf)
-            matrix[group, np.arange(n) - starts[group]] = -score
-            kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
-    else:
-        order = np.lexsort((-score, group))
-        gs = group[order]
-        at = _group_ranks(gs) == depth - 1
-        kth = np.full(len(sizes), -np.inf)
-        kth[gs[at]] = score[order][at]
-    return np.flatnonzero(score >= kth[group])
-
-
-def _order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
-    """trec_eval's order within each query: score descending, then doc id descending (string
-    order). Strings are compared only among rows whose scores tie."""
-    if _is_ranked(group, score):
-        order = np.arange(len(group))  # already grouped and sorted by score descending
-    else:
-        order = np.lexsort((-score, group))
-    gs, ss = group[order], score[order]
-    tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
-    if tie.any():
-        rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        tied = docs.take(from_numpy(order[rows]))
-        if isinstance(tied, pa.ChunkedArray):
-            tied = tied.combine_chunks()
-        # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
-        doc_rank = to_numpy(pc.rank(tied, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
-        order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
-    return order
-
-
-def query_order(run) -> np.ndarray:
-    """Row positions of a run table in trec_eval's order (by query, score descending, doc id
-    descending), as the engine ranks them."""
-    group = group_codes(run["query_id"].array)[0]
-    return _order(group, run["score"].to_numpy(dtype=np.float64), as_arrow_strings(run["doc_id"].array))
-
-
-def _rank(rows: _Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
-    nq = index.nq
-    returned = rows.returned(nq)
-    top = _candidates(rows.group, rows.score, depth, _is_ranked(rows.group, rows.score), rows.group_sizes())
-    cand = (rows if top is None else rows.subset(top)).judge(index)
-    order = _order(cand.group, cand.score, cand.docs)
-    rank = _group_ranks(cand.group[order])
-    if depth is not None:
-        # the rows above depth, and those tied with the last of them: a tie group that
-        # straddles a cutoff stays whole, for ties="average"
-        group_sorted, score_sorted = cand.group[order], cand.score[order]
-        at = rank == depth - 1
-        kth = np.full(int(group_sorted.max()) + 1 if len(group_sorted) else 0, np.nan)
-        kth[group_sorted[at]] = score_sorted[at]
-        keep = (rank < depth) | (score_sorted == kth[group_sorted])
-        order, rank = order[keep], rank[keep]
-    pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
-    empty = np.zeros(0, dtype=np.int64)
-    return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
-                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.q[pool],
-                     pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
-
-
-def _ndcg(index: QrelsIndex, ranked: RankedRun, spec: Spec) -> Values:
+def _ndcg(index: QrelsIndex, ranked: ranking.RankedRun, spec: Spec) -> Values:
     gain = np.where(ranked.judged, gain_of(ranked.rel, spec), 0.0)
     if spec.ties == "average":
         dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
@@ -396,14 +183,14 @@ def _ndcg(index: QrelsIndex, ranked: RankedRun, spec: Spec) -> Values:
         return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
 
-def _relevant_in_k(ranked: RankedRun, spec: Spec) -> np.ndarray:
+def _relevant_in_k(ranked: ranking.RankedRun, spec: Spec) -> np.ndarray:
     hit = ranked.judged & (ranked.rel >= spec.rel)
     if spec.cutoff is not None:
         hit &= ranked.rank < spec.cutoff
     return hit
 
 
-def _hitrate(ranked: RankedRun, spec: Spec) -> Values:
+def _hitrate(ranked: ranking.RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
         relevant = ranked.judged & (ranked.rel >= spec.rel)
         if spec.variant == "query":
@@ -420,7 +207,7 @@ def _hitrate(ranked: RankedRun, spec: Spec) -> Values:
         return Values(np.where(returned > 0, hits / returned, 0.0), hits=hits, returned=returned)
 
 
-def _mrr(ranked: RankedRun, spec: Spec) -> Values:
+def _mrr(ranked: ranking.RankedRun, spec: Spec) -> Values:
     if spec.ties == "average":
         relevant = ranked.judged & (ranked.rel >= spec.rel)
         return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=spec.variant == "ignore"))
@@ -440,20 +227,20 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec],
             counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values. The run is joined once and ranked once per judged_only
     setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are
-    reported in a warning, or counted into ``counts`` (see :func:`_join`). ``groups``, when
+    reported in a warning, or counted into ``counts`` (see :func:`ranking.join`). ``groups``, when
     given, is ``columns.group_codes`` of the run's query ids, computed by the caller for its
     own use too (the streaming evaluator), so that it is not computed twice."""
     specs = list(dict.fromkeys(specs))
-    rows = _join(index, run, counts, groups)
+    rows = ranking.join(index, run, counts, groups)
     if any(s.judged_only or s.ideal == "run" for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
-    by_judged: dict[bool, RankedRun] = {}
+    by_judged: dict[bool, ranking.RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):
         mine = [s for s in specs if s.judged_only == judged_only]
         depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
-        by_judged[judged_only] = _rank(subset, depth, index)
+        by_judged[judged_only] = ranking.rank_rows(subset, depth, index)
     out: dict[Spec, Values] = {}
     for spec in specs:
         out[spec] = _FAMILIES[spec.family](index, by_judged[spec.judged_only], spec)
@@ -492,8 +279,8 @@ def explain_query(index: QrelsIndex, run, query_id: str, spec: Spec) -> QueryTra
         raise ValueError(f"query {query_id!r} is not in the qrels")
     run = run[run["query_id"] == query_id]
     values = compute(index, run, [spec], counts=[])[spec]
-    rows = _join(index, run, counts=[]).judge(index)
-    order = _order(rows.group, rows.score, rows.docs)
+    rows = ranking.join(index, run, counts=[]).judge(index)
+    order = ranking.trec_eval_order(rows.group, rows.score, rows.docs)
     rel, judged = rows.rel[order], rows.judged[order]
     kept = judged & (rel >= 0) if spec.judged_only else np.ones(len(order), dtype=bool)
     rank = np.where(kept, np.cumsum(kept), 0)
@@ -509,7 +296,7 @@ def explain_query(index: QrelsIndex, run, query_id: str, spec: Spec) -> QueryTra
         idcg = float(index.ideal_dcg(spec)[code])
     ideal_gain = -np.sort(-pool[pool > 0])[:spec.cutoff]
     counts = [None if a is None else float(a[code]) for a in (values.hits, values.returned)]
-    return QueryTrace(spec, rows.docs.take(pa.array(order)).to_pylist(), rows.score[order], rel, judged, rank, top,
+    return QueryTrace(spec, rows.docs.take(from_numpy(order)).to_pylist(), rows.score[order], rel, judged, rank, top,
                       judged & (rel >= spec.rel), gain, discount, contribution, ideal_gain,
                       ideal_gain / np.log2(np.arange(len(ideal_gain)) + 2.0), sum(contribution[top].tolist()),
                       idcg, float(values.values[code]), *counts)

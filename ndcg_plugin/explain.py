@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import ir_measures
@@ -45,8 +46,9 @@ class Explanation:
         return "\n".join(out)
 
 
-def explain(qrels: Any, run: Any, query_id: str, measure: Any) -> Explanation:
-    """Explain ``measure`` (a plugin measure, or its string) for one query."""
+def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) -> Explanation:
+    """Explain ``measure`` (a plugin measure, or its string) for one query; the summary lines
+    print ``places`` decimals (-1: every digit)."""
     if isinstance(measure, str):
         measure = ir_measures.parse_measure(measure)
     if not isinstance(measure, PluginMeasure):
@@ -63,13 +65,14 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any) -> Explanation:
                           "score": t.score, "relevance": labels})
     shown = table[t.top].assign(rank=t.rank[t.top])
     lay_out = _LAYOUTS.get(spec.family, _relevant_rows)
-    shown, ideal, summary = lay_out(t, shown, measure)
-    summary.append(f"{measure} = {t.value:.4f}" if not math.isnan(t.value) else f"{measure}: no value")
+    num = partial(format_value, places=places)
+    shown, ideal, summary = lay_out(t, shown, measure, num)
+    summary.append(f"{measure} = {num(t.value)}" if not math.isnan(t.value) else f"{measure}: no value")
     return Explanation(query_id, str(measure), t.value, shown.reset_index(drop=True), ideal,
                        _ties(t.score, t.doc_id, spec.cutoff), summary)
 
 
-def _ndcg(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+def _ndcg(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
     """The rows' gains, discounts and contributions; the ideal ranking; DCG / IDCG."""
     contribution = t.contribution[t.top]
     shown = shown.assign(gain=t.gain[t.top], discount=t.discount[t.top], contribution=contribution,
@@ -77,23 +80,23 @@ def _ndcg(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
     ideal = pd.DataFrame({"rank": np.arange(1, len(t.ideal_gain) + 1), "gain": t.ideal_gain,
                           "contribution": t.ideal_contribution, "idcg": np.cumsum(t.ideal_contribution)})
     at = f"@{t.spec.cutoff}" if t.spec.cutoff else ""
-    ratio = "DCG / IDCG = " + format(t.dcg / t.idcg, ".4f") if t.idcg > 0 else "0 (IDCG = 0)"
-    return shown, ideal, [f"DCG{at} = {t.dcg:.4f}, IDCG{at} = {t.idcg:.4f}, NDCG{at} = {ratio}"]
+    ratio = "DCG / IDCG = " + num(t.dcg / t.idcg) if t.idcg > 0 else "0 (IDCG = 0)"
+    return shown, ideal, [f"DCG{at} = {num(t.dcg)}, IDCG{at} = {num(t.idcg)}, NDCG{at} = {ratio}"]
 
 
-def _relevant_rows(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+def _relevant_rows(t: engine.QueryTrace, shown: pd.DataFrame, measure, num=None) -> tuple:
     """The rows marked relevant (label >= rel) or not; no summary line of its own."""
     return shown.assign(relevant=np.where(t.relevant[t.top], "yes", "")), None, []
 
 
-def _mrr(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+def _mrr(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
     """The first relevant rank within the cutoff, or what a miss gives (the measure's DEFAULT)."""
-    shown, _, summary = _relevant_rows(t, shown, measure)
+    shown, _, summary = _relevant_rows(t, shown, measure, num)
     k, rel = t.spec.cutoff, t.spec.rel
     ranks = t.rank[t.top & t.relevant]
     if len(ranks):
         first = int(ranks[0])
-        summary.append(f"first relevant (rel >= {rel}) rank within {k}: {first}; RR = 1/{first} = {1 / first:.4f}")
+        summary.append(f"first relevant (rel >= {rel}) rank within {k}: {first}; RR = 1/{first} = {num(1 / first)}")
     else:
         miss = (f"no value ({measure.NAME} leaves the query out)" if math.isnan(measure.DEFAULT)
                 else f"{measure.DEFAULT:g} ({measure.NAME})")
@@ -101,15 +104,15 @@ def _mrr(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
     return shown, None, summary
 
 
-def _hitrate(t: engine.QueryTrace, shown: pd.DataFrame, measure) -> tuple:
+def _hitrate(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
     """The hits within the cutoff; for an item-level measure, over the docs returned there."""
-    shown, _, summary = _relevant_rows(t, shown, measure)
+    shown, _, summary = _relevant_rows(t, shown, measure, num)
     k, hits, n = t.spec.cutoff, int((t.top & t.relevant).sum()), len(shown)
     if t.hits is None:
         summary.append(f"hits in the top {k}: {hits}; {measure.NAME} = {1 if hits else 0}")
     else:
         summary.append(f"hits in the top {k}: {hits} of {n} returned; {measure.NAME} = "
-                       f"{hits}/{n} = {hits / n if n else 0:.4f}")
+                       f"{hits}/{n} = {num(hits / n if n else 0)}")
     return shown, None, summary
 
 

@@ -1,8 +1,13 @@
 """How numbers are printed by every command: a fixed number of decimal places, or (``-1``) every
-digit of the float (its shortest round-tripping form)."""
+digit of the float (its shortest round-tripping form); and ``eval``'s output lines in each of
+its formats (:class:`EvalWriter`)."""
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import json
+import math
 
 ALL_DIGITS = -1
 
@@ -21,3 +26,47 @@ def places_option(text: str) -> int:
     if places < ALL_DIGITS:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {places}")
     return places
+
+
+SUMMARY_QID = "all"  # the query id of an aggregate line (trec_eval's)
+OUTPUTS = ("tsv", "jsonl", "trec_eval", "csv")
+
+
+class EvalWriter:
+    """``eval``'s result lines on standard output, in one of :data:`OUTPUTS`."""
+
+    def __init__(self, output: str, places: int):
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
+        self.output, self.places = output, places
+        self.header_written = False
+
+    def line(self, qid: str | None, measure, value: float) -> None:
+        """One result line. ``qid`` None: the aggregate (``all`` in trec_eval and csv)."""
+        print(self.text(qid, measure, value))
+
+    def text(self, qid: str | None, measure, value: float) -> str:
+        name, shown = str(measure), SUMMARY_QID if qid is None else qid
+        if self.output == "trec_eval":  # trec_eval's own layout: printf("%-22s\t%s\t%6.4f\n", ...)
+            number = f"{value:6.{self.places}f}" if self.places >= 0 else format_value(value, self.places)
+            return f"{name:<22}\t{shown}\t{number}"
+        if self.output == "csv":
+            out = _csv_line(shown, name, format_value(value, self.places))
+            if not self.header_written:  # written with the first value, not before an error
+                self.header_written = True
+                out = _csv_line("query_id", "measure", "value") + "\n" + out
+            return out
+        if self.output == "jsonl":
+            rec = {"query_id": qid, "measure": name, "value": None if math.isnan(value) else float(value)}
+            if qid is None:
+                del rec["query_id"]
+            return json.dumps(rec)
+        if qid is None:
+            return f"{name}\t{format_value(value, self.places)}"
+        return f"{qid}\t{name}\t{format_value(value, self.places)}"
+
+
+def _csv_line(*fields: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(fields)
+    return buf.getvalue()

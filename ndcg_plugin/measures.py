@@ -36,7 +36,7 @@ class PluginMeasure(Measure):
     FAMILY: str = ""       # the engine's implementation (ndcg_plugin.engine)
     VARIANT: str = ""      # its parameter there
     TREC_EVAL: str = ""    # the trec_eval counterpart, for docs
-    ORACLE: str = ""       # the trec_eval measure crosscheck computes it from (ndcg_plugin.crosscheck)
+    ORACLE: str = ""       # the trec_eval measure crosscheck computes it from (ndcg_plugin.trec_eval_check)
     BUILTIN: str = ""      # the ir-measures measure that computes the same, if any (see same_as_builtin)
 
     @property

@@ -56,9 +56,9 @@ class NdcgPluginProvider(Provider):
     NAME = "ndcg_plugin"
     SUPPORTED_MEASURES = [
         *(type(m)(**{k: Any() for k in m.SUPPORTED_PARAMS}) for m in ALL),
-        irm._nDCG(cutoff=Any(), dcg=Any(), gains=Any(), judged_only=Any()),
-        irm._RR(cutoff=Any(), rel=Any(), judged_only=Any()),
-        irm._Success(cutoff=Any(), rel=Any(), judged_only=Any()),
+        irm.nDCG(cutoff=Any(), dcg=Any(), gains=Any(), judged_only=Any()),  # the public measures, called
+        irm.RR(cutoff=Any(), rel=Any(), judged_only=Any()),                 # with parameters
+        irm.Success(cutoff=Any(), rel=Any(), judged_only=Any()),
     ]
 
     def __init__(self, duplicates: str = "error", run_format: str = "auto"):

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import engine, reading
+from . import engine, ranking, reading
 from .columns import group_codes, to_numpy
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
@@ -249,5 +249,5 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         raise reading.InputError(source, None, "no run lines found: the input is empty")
     if pending_error is not None:
         raise pending_error
-    engine.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
     return out

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ndcg_plugin.cli import main
-from ndcg_plugin.crosscheck import Row
+from ndcg_plugin.trec_eval_check import Row
 
 from .conftest import EXAMPLES, shared_file
 
@@ -186,7 +186,7 @@ def test_no_progress_output_when_stderr_is_not_a_terminal():
 
 
 def test_crosscheck_prints_enough_digits_to_show_why_values_match():
-    from ndcg_plugin.crosscheck import format_rows
+    from ndcg_plugin.trec_eval_check import format_rows
     line = format_rows([Row("MRR_zero@10", 0.583349, 0.583351, 2e-6, "match")], 4).splitlines()[1]
     assert "0.58335" in line and "0.5833 " not in line and "0.5834" not in line  # not '0.5833 vs 0.5834 match'
     mismatch = format_rows([Row("MRR_zero@10", 0.5, 0.4, 0.1, "MISMATCH")], 4).splitlines()[1]
@@ -320,3 +320,12 @@ def test_eval_measures_may_come_after_options(capsys):
     with pytest.raises(SystemExit) as e:
         main(["eval", q, r, "--bogus", "NDCG_lin@10"])
     assert e.value.code == 2
+
+
+def test_crosscheck_the_function_and_its_module_have_different_names():
+    import importlib
+
+    import ndcg_plugin
+    module = importlib.import_module("ndcg_plugin.trec_eval_check")
+    assert callable(ndcg_plugin.crosscheck) and ndcg_plugin.crosscheck is module.crosscheck
+    assert ndcg_plugin.crosscheck is module.crosscheck  # importing the module does not replace the function

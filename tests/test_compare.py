@@ -9,6 +9,7 @@ import pytrec_eval
 from scipy import stats
 
 from ndcg_plugin import compare as cmp
+from ndcg_plugin import compare_writers as writers
 from ndcg_plugin.cli import main
 
 from .conftest import msmarco_file
@@ -44,7 +45,7 @@ def pytrec_ndcg10(qrels_path, run_path) -> dict:
 def test_t_test_p_values_equal_scipy_on_pytrec_eval_values(tmp_path):
     qrels = msmarco_file("qrels.dl19-passage.txt")
     runs = dl19_runs(tmp_path)
-    table = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()}, ["NDCG_lin@10"], correction="none")
+    table = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()}, ["NDCG_lin@10"], correction="none").table()
     base = pytrec_ndcg10(qrels, runs["bm25"])
     for name in ("reversed20", "top5"):
         other = pytrec_ndcg10(qrels, runs[name])
@@ -79,14 +80,14 @@ def test_holm_correction():
 def test_markdown_and_latex_tables_for_three_runs(tmp_path):
     qrels = msmarco_file("qrels.dl19-passage.txt")
     runs = dl19_runs(tmp_path)
-    table = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()},
-                        ["NDCG_lin@10", "MRR_zero(rel=2)@10", "MRR_ignore(rel=2)@10"], test="randomization")
-    md = cmp.to_markdown(table).splitlines()
+    result = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()},
+                         ["NDCG_lin@10", "MRR_zero(rel=2)@10", "MRR_ignore(rel=2)@10"], test="randomization")
+    md = writers.to_markdown(result).splitlines()
     assert md[0] == "| run | NDCG_lin@10 | MRR_zero(rel=2)@10 | MRR_ignore(rel=2)@10 |"
     assert [line.split(" | ")[0] for line in md[2:5]] == ["| bm25", "| reversed20", "| top5"]
     assert "**" in md[2] and "†" in md[3]  # bm25 best on NDCG; reversing the top 20 is significant
     assert "MRR_ignore pairs only the queries with a value in both runs" in md[-1]
-    tex = cmp.to_latex(table)
+    tex = writers.to_latex(result)
     assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
     assert r"\begin{tabular}{lrrr}" in tex and tex.count(r"\\") == 4 and r"\textbf{" in tex
     assert r"NDCG\_lin@10" in tex and "$^\\dagger$" in tex
@@ -127,9 +128,24 @@ def test_plot_puts_every_run_in_one_query_order(tmp_path, monkeypatch):
         return {q: {"r": 10.0 - k, **{f"x{i}": 10.0 - i for i in range(1, 5) if i != k}}
                 for q, k in zip(("q1", "q2", "q3"), ranks, strict=True)}
     runs = {"base": run([1, 1, 1]), "a": run([1, 2, 4]), "b": run([2, 1, 1])}
-    table = cmp.compare(qrels, runs, [ir_measures.RR @ 10])
+    result = cmp.compare(qrels, runs, [ir_measures.RR @ 10])
     bars = []
     monkeypatch.setattr(matplotlib.axes.Axes, "bar", lambda self, x, h, **k: bars.append(list(h)))
-    cmp.plot(table, str(tmp_path / "x.png"))
+    writers.plot(result, str(tmp_path / "x.png"))
     # a's differences descending: q1 (0), q2 (-1/2), q3 (-3/4); b in that same query order
     assert bars == [[0.0, -0.5, -0.75], [-0.5, 0.0, 0.0]]
+
+
+def test_the_table_shows_each_measures_aggregate_as_eval_does(tmp_path):
+    # by hand: q1 returns 2 docs (1 relevant), q2 returns 1 (relevant); HitRate_item@10 is the
+    # micro average (1 + 1) / (2 + 1) = 2/3 as eval prints it, not the mean of ratios (1/2 + 1)/2
+    qrels = {"q1": {"a": 1}, "q2": {"c": 1}, "q3": {"d": 1}}
+    run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}  # q3 missing: 0 for nDCG (trec_eval -c), not left out
+    other = {"q1": {"b": 2.0, "a": 1.0}, "q2": {"c": 1.0}, "q3": {"d": 1.0}}
+    result = cmp.compare(qrels, {"r": run, "o": other}, ["HitRate_item@10", "nDCG@10"])
+    assert result.means["r"]["HitRate_item@10"] == pytest.approx(2 / 3)
+    assert result.means["r"]["nDCG@10"] == pytest.approx((1 + 1 + 0) / 3)
+    assert result.means["o"]["nDCG@10"] == pytest.approx((1 / np.log2(3) + 1 + 1) / 3)
+    assert result.per_query["r"]["nDCG@10"].tolist() == [1.0, 1.0, 0.0]
+    table = result.table()
+    assert table.loc["r", "HitRate_item@10"] == pytest.approx(2 / 3) and "p:nDCG@10" in table.columns

@@ -1,6 +1,8 @@
 """Docs generated from the code must be current."""
 from __future__ import annotations
 
+import pytest
+
 from ndcg_plugin.docs import measures_markdown
 
 from .conftest import ROOT
@@ -19,26 +21,53 @@ def test_every_convention_in_the_docs_names_an_existing_test():
     assert names and all(f"def {n}(" in sources for n in names), names
 
 
-def test_cli_page_documents_every_subcommand_and_option():
-    import argparse
+def _help(argv: list[str]) -> str:
+    """The --help text the CLI prints for ``argv`` (public output, no argparse internals)."""
+    import contextlib
+    import io
 
-    from ndcg_plugin.cli import build_parser
+    from ndcg_plugin.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return out.getvalue()
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """The help text's sections ("positional arguments", "options") as their entry lines."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = line[:-1]
+            out[current] = []
+        elif current and line.startswith("  ") and not line.startswith("    "):
+            out[current].append(line.strip())
+    return out
+
+
+def test_cli_page_documents_every_subcommand_and_option():
+    import re
 
     page = (ROOT / "docs" / "cli.md").read_text()
-
-    def walk(parser: argparse.ArgumentParser, path: str):
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    assert f"`{path}{name}" in page or f"## `{name}" in page or f"{path}{name}" in page, name
-                    walk(sub, f"{path}{name} ")
-            elif action.option_strings and "--help" not in action.option_strings:
-                for opt in action.option_strings:
-                    assert f"`{opt}" in page or f"{opt} " in page or f"{opt}`" in page, (path, opt)
-            elif not action.option_strings:
-                assert action.dest.upper() in page or action.metavar in page, (path, action.dest)
-
-    walk(build_parser(), "")
+    commands = [["eval"], ["crosscheck"], ["compare"], ["explain"], ["measures"], ["datasets"],
+                ["datasets", "seed"], ["datasets", "info"]]
+    top = _sections(_help([]))["positional arguments"]
+    listed = set(re.findall(r"[a-z]+", top[0]))  # {eval,crosscheck,...}
+    assert listed == {c[0] for c in commands}, listed  # a new subcommand must be added here and in the page
+    for argv in commands:
+        name = " ".join(argv)
+        assert f"`{name}" in page or f"## `{argv[-1]}" in page or name in page, name
+        sections = _sections(_help(argv))
+        for entry in sections.get("options", []):
+            for opt in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", entry.split("  ")[0]):
+                if opt not in ("-h", "--help"):
+                    assert f"`{opt}" in page or f"{opt} " in page or f"{opt}`" in page, (name, opt)
+        for entry in sections.get("positional arguments", []):
+            word = entry.split()[0]
+            if not word.startswith("{"):
+                assert word.upper() in page or word in page, (name, word)
 
 
 def test_input_handling_table_names_existing_tests():

@@ -107,15 +107,15 @@ def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=collections(), data=st.data())
 def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, capsys, case, data):
-    from ndcg_plugin.cli import build_parser, main
+    from ndcg_plugin.cli import main
+    from ndcg_plugin.formatting import OUTPUTS  # the -o choices (cli_parser uses the same tuple)
 
     qrels, run = case
     qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
     qrels_path.write_text("".join(f"{q} 0 {d} {r}\n" for q in qrels for d, r in qrels[q].items()))
     run_path.write_text(run_text(run, [(q, d) for q in run for d in run[q]], "trec") if run else "")
     measures = [str(m) for m in MEASURES] + ["RR@5", "nDCG@3"]
-    eval_parser = build_parser()._subparsers._group_actions[0].choices["eval"]  # every -o choice, now and later
-    formats = next(a.choices for a in eval_parser._actions if "--output" in a.option_strings)
+    formats = OUTPUTS
     extra = data.draw(st.sampled_from([[], ["-q"], ["-q", "-n"], ["-p", "-1"]]))
     fmt = data.draw(st.sampled_from(sorted(formats)))
     outs = []
@@ -127,7 +127,7 @@ def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, 
 
 
 def test_the_cli_default_block_size_is_the_readers():
-    from ndcg_plugin.cli import BLOCK_MIB
+    from ndcg_plugin.cli_parser import BLOCK_MIB
     from ndcg_plugin.reading.sources import BLOCK_BYTES
 
     assert BLOCK_MIB << 20 == BLOCK_BYTES

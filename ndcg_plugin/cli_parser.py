@@ -1,0 +1,145 @@
+"""The command line's arguments: one parser per subcommand, with the options they share
+defined once (parent parsers). Each subcommand sets ``handler``, the name of its function in
+:mod:`ndcg_plugin.cli`."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import ir_measures
+
+from .formatting import OUTPUTS, places_option
+from .trec_eval_check import DEFAULT_MEASURES
+
+BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
+
+
+def _parents() -> dict[str, argparse.ArgumentParser]:
+    """Options shared by subcommands, defined once: the two input files, how files are read, and
+    the number of decimal places."""
+    files = argparse.ArgumentParser(add_help=False)
+    files.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
+                       "msmarco-passage/dev/small")
+    files.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
+    reading = argparse.ArgumentParser(add_help=False)
+    reading.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
+                         help="run file format (default: detected from the first line)")
+    reading.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
+                         help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
+                              "or keep the highest score/label")
+    places = argparse.ArgumentParser(add_help=False)
+    places.add_argument("-p", "--places", type=places_option, default=4, help="decimal places (default 4; -1: all)")
+    return {"files": files, "reading": reading, "places": places}
+
+
+def _add_eval(sub, parents: dict) -> None:
+    e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
+    e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
+                   "(default with a dataset id: its official measures)")
+    e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
+                   help="measures given as options (the form of compare and crosscheck), added to the others")
+    e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
+    e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
+    e.add_argument("-o", "--output", choices=list(OUTPUTS), default="tsv",
+                   help="tsv (default), jsonl, trec_eval (trec_eval's own layout) or csv")
+    e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
+                   help="compute every measure with this ir-measures provider")
+    e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",
+                   help="read a run file in blocks of this many bytes, keeping only per-query values, when "
+                        f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
+                        "whole into memory)")
+    e.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local (default) or spark: the same measures and output computed by Spark SQL on text "
+                        "or Parquet files (needs the [spark] extra and Java 17)")
+    e.add_argument("--spark-master", default="local[*]", metavar="URL",
+                   help="with --engine spark: the Spark master (default local[*])")
+    e.set_defaults(handler="eval")
+
+
+def _add_crosscheck(sub, parents: dict) -> None:
+    c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval",
+                       parents=[parents["files"], parents["reading"], parents["places"]])
+    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(DEFAULT_MEASURES)})")
+    c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
+                   "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
+    c.set_defaults(handler="crosscheck")
+
+
+def _add_compare(sub, parents: dict) -> None:
+    c = sub.add_parser("compare", help="compare runs with paired significance tests; Markdown/LaTeX tables",
+                       parents=[parents["reading"], parents["places"]])
+    c.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
+    c.add_argument("runs", nargs="+", help="two or more run files")
+    c.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
+    compare_error = c.error
+
+    def error_with_hint(message: str):
+        if "required: qrels" in message or "the following arguments are required" in message:
+            message += ("; -m takes every word after it as a measure, so put it after the files: "
+                        "ndcg-plugin compare QRELS RUN1 RUN2 -m NDCG_lin@10 MRR_zero@10")
+        compare_error(message)
+
+    c.error = error_with_hint
+    c.add_argument("--baseline", help="the run the others are tested against (default: the first)")
+    c.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
+    c.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
+                   help="paired test over queries (default t)")
+    c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
+                   help="multiple-comparison correction over (run, measure) pairs (default holm)")
+    c.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    c.add_argument("--permutations", type=int, default=10_000,
+                   help="randomization flips / bootstrap resamples (default 10000; seeded)")
+    c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    c.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
+    c.set_defaults(handler="compare")
+
+
+def _add_explain(sub, parents: dict) -> None:
+    x = sub.add_parser("explain", help="show how one query's score is computed",
+                       parents=[parents["files"], parents["reading"], parents["places"]])
+    x.add_argument("--query", required=True, help="the query id")
+    x.add_argument("-m", "--measure", required=True, help="one plugin measure, e.g. NDCG_exp@10")
+    x.set_defaults(handler="explain")
+
+
+def _add_datasets(sub) -> None:
+    d = sub.add_parser("datasets", help="ir-datasets collections: seed the cache offline, show what is present")
+    dsub = d.add_subparsers(dest="datasets_command", required=True)
+    ds = dsub.add_parser("seed", help="place local qrels/queries files where ir-datasets reads them")
+    ds.add_argument("dataset", help="ir-datasets id, e.g. msmarco-passage/trec-dl-2019/judged")
+    ds.add_argument("--qrels", metavar="FILE", help="the qrels file (plain or gzip)")
+    ds.add_argument("--queries", metavar="FILE", help="the queries file, qid<TAB>text (plain or gzip)")
+    ds.add_argument("--force", action="store_true", help="place the file even if its md5 or counts differ "
+                    "from what ir-datasets records")
+    ds.set_defaults(handler="datasets_seed")
+    di = dsub.add_parser("info", help="official measures and the local state of a dataset's qrels and queries")
+    di.add_argument("dataset", help="ir-datasets id")
+    di.set_defaults(handler="datasets_info")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
+                                "checked against trec_eval.")
+    sub = p.add_subparsers(dest="command", required=True)
+    parents = _parents()
+    _add_eval(sub, parents)
+    _add_crosscheck(sub, parents)
+    _add_compare(sub, parents)
+    _add_explain(sub, parents)
+    sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(handler="measures")
+    _add_datasets(sub)
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; eval's measures may also come after options (``eval Q R -p 6 NDCG_lin@10``),
+    which argparse alone leaves unrecognized once the positionals before the options are taken."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):
+        args.measures = [*args.measures, *rest]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+

@@ -1,0 +1,226 @@
+"""Ranking a run as trec_eval does, on columns: the run's rows joined to the qrels queries,
+cut to the rows that can rank within the deepest cutoff, ordered by score descending then doc
+id descending (trec_eval's tie rule), relevance joined where needed. :mod:`ndcg_plugin.engine`
+computes every measure from the :class:`RankedRun` this gives.
+
+The qrels index (``index``) is :class:`ndcg_plugin.engine.QrelsIndex`: its ``code_of``,
+``keys``, ``doc_values``, ``ndocs``, ``rel`` and ``nq``.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import columns_of, from_numpy, group_codes, take_sorted, to_numpy
+
+
+def group_ranks(group: np.ndarray) -> np.ndarray:
+    """0-based position of each row within its run of equal ``group`` values."""
+    n = len(group)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+
+
+
+@dataclass
+class RankedRun:
+    """The top of a run, ranked within each query. Row arrays (``q``, ``rank``, ``rel``,
+    ``judged``) hold the rows ranked above ``depth`` (all rows when depth is None), in rank
+    order; ``returned`` counts every row per query; ``pool_q``/``pool_rel`` are every judged
+    row (for an ideal ranking built from the run)."""
+    q: np.ndarray
+    rank: np.ndarray
+    rel: np.ndarray
+    judged: np.ndarray
+    score: np.ndarray
+    returned: np.ndarray
+    pool_q: np.ndarray
+    pool_rel: np.ndarray
+    nq: int
+
+
+@dataclass
+class Rows:
+    """The run's rows for qrels queries; relevance is joined on demand (:meth:`judge`), since
+    most measures only need it for the few rows that rank within the cutoff."""
+    group: np.ndarray   # query code in order of appearance in the run
+    q: np.ndarray       # qrels query code
+    score: np.ndarray
+    docs: pa.Array      # doc ids
+    rel: np.ndarray | None = None
+    judged: np.ndarray | None = None
+    sizes: np.ndarray | None = None    # rows per group code (when known without counting)
+    group_q: np.ndarray | None = None  # qrels query code per group code
+
+    def subset(self, rows: np.ndarray) -> Rows:
+        """The rows at these indices (or this boolean mask)."""
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return Rows(self.group[rows], self.q[rows], self.score[rows], take_sorted(self.docs, rows),
+                     None if self.rel is None else self.rel[rows],
+                     None if self.judged is None else self.judged[rows])
+
+    def group_sizes(self) -> np.ndarray:
+        return self.sizes if self.sizes is not None else np.bincount(self.group)
+
+    def returned(self, nq: int) -> np.ndarray:
+        """Rows per qrels query."""
+        if self.sizes is None or self.group_q is None:
+            return np.bincount(self.q, minlength=nq)
+        valid = self.group_q >= 0
+        return np.bincount(self.group_q[valid], weights=self.sizes[valid], minlength=nq).astype(np.int64)
+
+    def judge(self, index: Any) -> Rows:
+        """Look each doc up in the qrels (hash probes into the small qrels, then the packed
+        (query, doc) keys): sets ``rel`` (0 where unjudged) and ``judged``."""
+        if self.rel is not None:
+            return self
+        n = len(self.q)
+        self.judged = np.zeros(n, dtype=bool)
+        self.rel = np.zeros(n, dtype=np.int64)
+        if n == 0 or len(index.keys) == 0:
+            return self
+        dcode = to_numpy(pc.index_in(self.docs, value_set=index.doc_values), null=-1)
+        cand = np.flatnonzero(dcode >= 0)
+        keys = self.q[cand].astype(np.int64) * index.ndocs + dcode[cand].astype(np.int64)
+        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
+        hit = index.keys[pos] == keys
+        self.judged[cand[hit]] = True
+        self.rel[cand[hit]] = index.rel[pos[hit]]
+        return self
+
+
+def report_unmatched(unmatched: int, total: int) -> None:
+    """A warning (shown once per message) when run queries are not in the qrels."""
+    if total and unmatched == total:
+        warnings.warn(f"0 of {total} run queries are in the qrels: no query in common, so every qrels query "
+                      f"scores 0 (MRR_ignore has no value); are these the right qrels for this run?",
+                      RuntimeWarning, stacklevel=2)  # one location: shown once
+    elif unmatched:
+        warnings.warn(f"{unmatched} of {total} run queries are not in the qrels and are ignored, as trec_eval "
+                      f"ignores them", RuntimeWarning, stacklevel=2)
+
+
+def join(index: Any, run, counts: list | None = None, groups: tuple | None = None) -> Rows:
+    """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
+    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
+    qids, docs, score = columns_of(run, "score")
+    score = score.astype(np.float64, copy=False)
+    group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
+    q_map = index.code_of(q_uniques)
+    q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
+    if counts is None:
+        report_unmatched(int((q_map < 0).sum()), len(q_map))
+    else:
+        counts.append((int((q_map < 0).sum()), len(q_map)))
+    if (q_map < 0).any():  # run queries absent from the qrels are ignored
+        rows = np.flatnonzero(q >= 0)
+        group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)
+        sizes = np.where(q_map >= 0, sizes, 0)
+    return Rows(group, q.astype(np.int32), score, docs, sizes=sizes, group_q=q_map)
+
+
+def is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
+    """True when rows are grouped by query and sorted by score descending within each group
+    (how retrieval toolkits write runs): then positions are ranks up to ties."""
+    if len(group) < 2:
+        return True
+    same = group[1:] == group[:-1]
+    return bool(np.all(group[1:] >= group[:-1]) and np.all(~same | (score[1:] <= score[:-1])))
+
+
+def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: bool,
+                sizes: np.ndarray) -> np.ndarray | None:
+    """Indices (ascending) of the rows that can rank above ``depth`` in their query: every row
+    whose score is at least the query's depth-th highest, so ties at the boundary stay in; None
+    for all rows. A ranked run takes each query's first ``depth`` rows and the rows that tie
+    with the last of them; a run grouped by query finds the depth-th score with np.partition
+    on a (queries x longest list) matrix; any other run with one numeric sort."""
+    n = len(group)
+    if depth is None or n == 0 or sizes.max() <= depth:
+        return None
+    starts = np.cumsum(sizes) - sizes
+    if ranked:
+        take = np.minimum(sizes, depth)
+        first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+        extra = []
+        deep = np.flatnonzero(sizes > depth)
+        kth = score[starts[deep] + depth - 1]
+        pos, ends = starts[deep] + depth, starts[deep] + sizes[deep]
+        while len(pos):  # rows tied with the depth-th one follow it directly
+            more = pos < ends
+            more[more] = score[pos[more]] == kth[more]
+            pos, ends, kth = pos[more], ends[more], kth[more]
+            extra.append(pos.copy())
+            pos += 1
+        return np.sort(np.concatenate([first, *extra])) if extra else first
+    if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
+        present = sizes > 0
+        if np.all(sizes[present] == sizes[present][0]):
+            rows_per = int(sizes[present][0])
+            kth = np.full(len(sizes), -np.inf)
+            kth[present] = -np.partition(-score.reshape(-1, rows_per), depth - 1, axis=1)[:, depth - 1]
+        else:
+            matrix = np.full((len(sizes), int(sizes.max())), np.inf)
+            matrix[group, np.arange(n) - starts[group]] = -score
+            kth = -np.partition(matrix, depth - 1, axis=1)[:, depth - 1]
+    else:
+        order = np.lexsort((-score, group))
+        gs = group[order]
+        at = group_ranks(gs) == depth - 1
+        kth = np.full(len(sizes), -np.inf)
+        kth[gs[at]] = score[order][at]
+    return np.flatnonzero(score >= kth[group])
+
+
+def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """trec_eval's order within each query: score descending, then doc id descending (string
+    order). Strings are compared only among rows whose scores tie."""
+    if is_ranked(group, score):
+        order = np.arange(len(group))  # already grouped and sorted by score descending
+    else:
+        order = np.lexsort((-score, group))
+    gs, ss = group[order], score[order]
+    tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
+    if tie.any():
+        rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
+        tied = docs.take(from_numpy(order[rows]))
+        if isinstance(tied, pa.ChunkedArray):
+            tied = tied.combine_chunks()
+        # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
+        doc_rank = to_numpy(pc.rank(tied, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
+        order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
+    return order
+
+
+def rank_rows(rows: Rows, depth: int | None, index: Any) -> RankedRun:
+    nq = index.nq
+    returned = rows.returned(nq)
+    top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())
+    cand = (rows if top is None else rows.subset(top)).judge(index)
+    order = trec_eval_order(cand.group, cand.score, cand.docs)
+    rank = group_ranks(cand.group[order])
+    if depth is not None:
+        # the rows above depth, and those tied with the last of them: a tie group that
+        # straddles a cutoff stays whole, for ties="average"
+        group_sorted, score_sorted = cand.group[order], cand.score[order]
+        at = rank == depth - 1
+        kth = np.full(int(group_sorted.max()) + 1 if len(group_sorted) else 0, np.nan)
+        kth[group_sorted[at]] = score_sorted[at]
+        keep = (rank < depth) | (score_sorted == kth[group_sorted])
+        order, rank = order[keep], rank[keep]
+    pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
+    empty = np.zeros(0, dtype=np.int64)
+    return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
+                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.q[pool],
+                     pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
+
+
