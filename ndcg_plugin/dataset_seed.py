@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets import Target, _irds, _load, locate
+from .datasets import Target, import_ir_datasets, load_dataset, locate
 from .errors import DatasetError
 
 
 def _metadata(dataset_id: str, kind: str) -> dict:
-    irds = _irds()
+    irds = import_ir_datasets()
     meta_path = Path(irds.__file__).parent / "etc" / "metadata.json"
     try:
         meta = json.loads(meta_path.read_text())
@@ -175,7 +175,7 @@ def seed(dataset_id: str, qrels: str | Path | None = None, queries: str | Path |
     yielding each file as it is placed (so a caller can say what was placed before an error)."""
     if qrels is None and queries is None:
         raise DatasetError("nothing to seed: give --qrels FILE and/or --queries FILE")
-    _load(dataset_id)  # an unknown id fails before anything is placed
+    load_dataset(dataset_id)  # an unknown id fails before anything is placed
     if qrels is not None:
         yield _place(dataset_id, "qrels", Path(qrels), force)
     if queries is not None:

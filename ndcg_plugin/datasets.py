@@ -28,7 +28,8 @@ from . import reading
 from .errors import DatasetError
 
 
-def _irds():
+def import_ir_datasets():
+    """ir_datasets, imported on first use (slow to import), with its info logging quieted."""
     logging.getLogger("ir_datasets").setLevel(logging.WARNING)
     import ir_datasets
     return ir_datasets
@@ -38,13 +39,13 @@ def is_dataset_id(text: str) -> bool:
     """True when ``text`` is not an existing path and ir-datasets knows it as a dataset id."""
     if os.path.exists(text) or text == "-":
         return False
-    return text in _irds().registry
+    return text in import_ir_datasets().registry
 
 
 def closest_ids(text: str, n: int = 3) -> list[str]:
     """The ir-datasets ids closest to ``text`` (difflib over the registry), for a "did you mean"."""
     import difflib
-    return difflib.get_close_matches(text, list(_irds().registry), n=n, cutoff=0.6)
+    return difflib.get_close_matches(text, list(import_ir_datasets().registry), n=n, cutoff=0.6)
 
 
 def did_you_mean(text: str) -> str:
@@ -52,8 +53,8 @@ def did_you_mean(text: str) -> str:
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
-def _load(dataset_id: str):
-    irds = _irds()
+def load_dataset(dataset_id: str):
+    irds = import_ir_datasets()
     if dataset_id not in irds.registry:
         raise DatasetError(f"unknown ir-datasets id {dataset_id!r}{did_you_mean(dataset_id)}")
     return irds.load(dataset_id)
@@ -125,7 +126,7 @@ def _target(stream: Any, owner: str) -> Target | None:
 
 
 def _handler(dataset_id: str, kind: str) -> Any:
-    ds = _load(dataset_id)
+    ds = load_dataset(dataset_id)
     has = ds.has_qrels() if kind == "qrels" else ds.has_queries()
     if not has:
         raise DatasetError(f"ir-datasets id {dataset_id!r} provides no {kind}")
@@ -134,7 +135,7 @@ def _handler(dataset_id: str, kind: str) -> Any:
 
 def _owner(dataset_id: str, kind: str, path: Path) -> str:
     """The dataset (this one or an ancestor id) that reads the file at ``path`` as its own."""
-    registry = _irds().registry
+    registry = import_ir_datasets().registry
     parts = dataset_id.split("/")
     for i in range(len(parts) - 1, 0, -1):
         parent = "/".join(parts[:i])
@@ -258,7 +259,7 @@ def load_qrels(dataset_id: str) -> pd.DataFrame:
     are not in its cache, ir-datasets downloads them (showing its progress on stderr); when that
     fails, one :class:`DatasetError` line names the missing file, why, and the ``seed`` command."""
     target = locate(dataset_id, "qrels")
-    ds = _load(dataset_id)
+    ds = load_dataset(dataset_id)
     try:
         with _failures_held_back():
             rows = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
@@ -270,14 +271,14 @@ def load_qrels(dataset_id: str) -> pd.DataFrame:
 
 def official_measures(dataset_id: str) -> list[str]:
     """The measures ir-datasets documents as official for this dataset (may be empty)."""
-    docs = _load(dataset_id).documentation() or {}
+    docs = load_dataset(dataset_id).documentation() or {}
     return list(docs.get("official_measures") or [])
 
 
 def info(dataset_id: str) -> dict:
     """What is known and present locally for a dataset id."""
     out: dict = {"dataset": dataset_id, "official_measures": official_measures(dataset_id)}
-    ds = _load(dataset_id)
+    ds = load_dataset(dataset_id)
     for kind in ("qrels", "queries"):
         if not (ds.has_qrels() if kind == "qrels" else ds.has_queries()):
             out[kind] = None
