@@ -185,13 +185,15 @@ class NdcgPluginEvaluator(Evaluator):
     def values(self, run) -> dict:
         """Per-query values for each measure, as engine.Values aligned with ``self.index.qids``."""
         from . import reading  # imported on use: `import ndcg_plugin` stays light
-        table = reading.read(run, "run", run_format=self.provider.run_format, duplicates=self.provider.duplicates)
-        return self.values_of_table(table)
+        table, groups = reading.read_grouped(run, "run", run_format=self.provider.run_format,
+                                             duplicates=self.provider.duplicates)
+        return self.values_of_table(table, groups)
 
-    def values_of_table(self, table: pd.DataFrame) -> dict:
-        """As :meth:`values`, for a table already read by :func:`ndcg_plugin.read`."""
+    def values_of_table(self, table: pd.DataFrame, groups: tuple | None = None) -> dict:
+        """As :meth:`values`, for a table already read by :func:`ndcg_plugin.read` (``groups``:
+        the group codes :func:`ndcg_plugin.reading.read_grouped` gave with it, if any)."""
         from . import engine  # imported on use: `import ndcg_plugin` stays light
-        results = engine.compute(self.index, table, self.specs.values())
+        results = engine.compute(self.index, table, self.specs.values(), groups=groups)
         return {m: results[s] for m, s in self.specs.items()}
 
     def iter_calc(self, run) -> Iterator[Metric]:

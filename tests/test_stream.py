@@ -223,3 +223,34 @@ def test_a_run_file_opened_before_the_qrels_streams_as_a_path_does(tmp_path):
     never_used = RunFile(path)
     never_used.close()  # as the CLI does when the qrels are bad
     assert not any(t.name == "ndcg-plugin-read-ahead" for t in threading.enumerate())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=collections(), data=st.data())
+def test_group_codes_handed_over_by_read_grouped_give_the_engines_own_values(case, data):
+    # the provider's fast path: the reader's group codes reused by the engine, never stale
+    import pandas as pd
+
+    from ndcg_plugin.reading import read_grouped
+    qrels, run = case
+    rows = [(q, d, s) for q in run for d, s in run[q].items()]
+    rows = data.draw(st.permutations(rows))  # grouped by query or not
+    if rows and data.draw(st.booleans()):
+        rows = [*rows, data.draw(st.sampled_from(rows))]  # a repeated pair: dropped under first/max
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    policy = data.draw(st.sampled_from(["error", "first", "max"]))
+    index = engine.QrelsIndex(read(qrels, "qrels"))
+
+    def given_groups():
+        table, groups = read_grouped(frame, "run", duplicates=policy)
+        if len(table) < len(frame):
+            assert groups is None  # rows were dropped: the engine recomputes them
+        return engine.compute(index, table, SPECS, groups=groups)
+
+    expected, expected_warnings = outcome(lambda: engine.compute(index, read(frame, "run", duplicates=policy), SPECS))
+    got, got_warnings = outcome(given_groups)
+    assert got_warnings == expected_warnings
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        same_values(got, expected)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..columns import columns_of, group_codes
 from ..errors import VALUE_COLUMN, InputError, Kind
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
@@ -39,6 +40,7 @@ from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name
 __all__ = [
     "InputError",
     "read",
+    "read_grouped",
     "read_file",
     "read_columns",
     "concat",
@@ -131,26 +133,40 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     given, is called as ``progress(bytes_done, bytes_total)`` while a file is read
     (``bytes_total`` is 0 when unknown, as for standard input).
     """
+    table, src = _unchecked(data, kind, run_format, source, duplicates, progress)
+    return resolve_duplicates(table, kind, duplicates, src)
+
+
+def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
+                 duplicates: str = "error", progress=None) -> tuple[Any, tuple | None]:
+    """As :func:`read`, with :func:`ndcg_plugin.columns.group_codes` of the table's query ids,
+    computed once for the duplicate check and handed back for the engine (``engine.compute(...,
+    groups=)``); None when the duplicate policy dropped rows (the engine then computes them)."""
+    table, src = _unchecked(data, kind, run_format, source, duplicates, progress)
+    groups = group_codes(columns_of(table, VALUE_COLUMN[kind])[0])
+    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0])
+    return out, (groups if len(out) == len(table) else None)
+
+
+def _unchecked(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str, progress):
+    """(the validated table before the duplicate policy, the source's name)."""
     check_options(kind, run_format, duplicates)
     if is_file_like(data):
         src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
-        return resolve_duplicates(read_file(data, kind, run_format, src, progress), kind, duplicates, src)
+        return read_file(data, kind, run_format, src, progress), src
     import pandas as pd
 
     from . import memory
     if isinstance(data, pd.DataFrame):
         src = source or f"{kind} DataFrame"
-        table = memory.from_dataframe(data, kind, src)
-    elif isinstance(data, dict):
+        return memory.from_dataframe(data, kind, src), src
+    if isinstance(data, dict):
         src = source or f"{kind} dict"
-        table = memory.from_dict(data, kind, src)
-    elif hasattr(data, "__iter__"):
+        return memory.from_dict(data, kind, src), src
+    if hasattr(data, "__iter__"):
         src = source or f"{kind} iterable"
-        table = memory.from_records(data, kind, src)
-    else:
-        raise InputError(source or kind, None,
-                         f"unsupported {kind} input of type {type(data).__name__}; expected a path, a "
-                         f"DataFrame (query_id, doc_id, {VALUE_COLUMN[kind]}), a dict of dicts or an iterable "
-                         "of namedtuples")
-    return resolve_duplicates(table, kind, duplicates, src)
-
+        return memory.from_records(data, kind, src), src
+    raise InputError(source or kind, None,
+                     f"unsupported {kind} input of type {type(data).__name__}; expected a path, a "
+                     f"DataFrame (query_id, doc_id, {VALUE_COLUMN[kind]}), a dict of dicts or an iterable "
+                     "of namedtuples")
