@@ -78,3 +78,23 @@ def test_input_handling_table_names_existing_tests():
     sources = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
     missing = sorted(n for n in names if f"def {n}(" not in sources)
     assert len(names) > 20 and not missing, missing
+
+
+def test_readme_quick_start_shows_real_output():
+    # the README's commands on the bundled example, run as written, print what it shows
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    text = (ROOT / "README.md").read_text()
+    shown = []
+    for body in re.findall(r"```\n(\$ ndcg-plugin .*?)```", text, flags=re.S):
+        command, _, output = body.replace("\\\n", " ").partition("\n")
+        if "benchmarks_data/example" in command:
+            shown.append((shlex.split(command[2:])[1:], output.rstrip("\n")))
+    assert len(shown) >= 2, "the README's quick start lost its example commands"
+    for args, expected in shown:
+        proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.rstrip("\n") == expected, f"README output of ndcg-plugin {' '.join(args)} is stale"
