@@ -201,8 +201,9 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
     path = opened.path if opened is not None else run
     source = source_name(path, "<stream>")
     if not reading.sources.is_path(path) or str(path) == "-":
-        table = reading.read(path, "run", run_format=run_format, duplicates=duplicates, progress=progress)
-        return engine.compute(index, table, specs)
+        table, groups = reading.read_grouped(path, "run", run_format=run_format, duplicates=duplicates,
+                                             progress=progress)
+        return engine.compute(index, table, specs, groups=groups)
     if opened is None:
         opened = RunFile(path, run_format, block_bytes, progress)
     pieces = opened.take_blocks()
@@ -212,9 +213,9 @@ def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_for
         finally:
             pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
-        table = reading.read(path, "run", run_format=opened.run_format, duplicates=duplicates, source=source,
-                             progress=opened.progress)
-        return engine.compute(index, table, specs)
+        table, groups = reading.read_grouped(path, "run", run_format=opened.run_format, duplicates=duplicates,
+                                             source=source, progress=opened.progress)
+        return engine.compute(index, table, specs, groups=groups)
 
 
 def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:

@@ -39,6 +39,17 @@ def outcome(fn):
     return result, [str(w.message) for w in caught]
 
 
+def same_outcome(got_fn, expected_fn) -> None:
+    """The two give the same values (or the same InputError) and the same warnings."""
+    expected, expected_warnings = outcome(expected_fn)
+    got, got_warnings = outcome(got_fn)
+    assert got_warnings == expected_warnings
+    if isinstance(expected, tuple):
+        assert got == expected
+    else:
+        same_values(got, expected)
+
+
 def same_values(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for spec in a:
@@ -76,13 +87,7 @@ def test_streaming_equals_in_memory_on_random_cases_cut_anywhere(tmp_path, case,
     def streamed():
         return compute_file(index, path, SPECS, duplicates=policy, block_bytes=block)
 
-    expected, expected_warnings = outcome(whole)
-    got, got_warnings = outcome(streamed)
-    assert got_warnings == expected_warnings
-    if isinstance(expected, tuple):
-        assert got == expected
-    else:
-        same_values(got, expected)
+    same_outcome(streamed, whole)
 
 
 def test_a_query_longer_than_many_blocks_is_carried_whole(tmp_path):
@@ -247,10 +252,4 @@ def test_group_codes_handed_over_by_read_grouped_give_the_engines_own_values(cas
             assert groups is None  # rows were dropped: the engine recomputes them
         return engine.compute(index, table, SPECS, groups=groups)
 
-    expected, expected_warnings = outcome(lambda: engine.compute(index, read(frame, "run", duplicates=policy), SPECS))
-    got, got_warnings = outcome(given_groups)
-    assert got_warnings == expected_warnings
-    if isinstance(expected, tuple):
-        assert got == expected
-    else:
-        same_values(got, expected)
+    same_outcome(given_groups, lambda: engine.compute(index, read(frame, "run", duplicates=policy), SPECS))

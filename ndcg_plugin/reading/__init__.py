@@ -133,8 +133,8 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     given, is called as ``progress(bytes_done, bytes_total)`` while a file is read
     (``bytes_total`` is 0 when unknown, as for standard input).
     """
-    table, src = _unchecked(data, kind, run_format, source, duplicates, progress)
-    return resolve_duplicates(table, kind, duplicates, src)
+    return read_grouped(data, kind, run_format=run_format, source=source, duplicates=duplicates,
+                        progress=progress)[0]
 
 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
