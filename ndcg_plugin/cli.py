@@ -100,7 +100,7 @@ def cmd_eval(args) -> int:
         return _eval_spark(args, measures, writer)
     opened = None
     if _streams(args, measures):  # the run's first blocks are parsed while the qrels are read
-        from .stream import RunFile
+        from .reading.ahead import RunFile  # imports what parsing needs, not the engine
         opened = RunFile(args.run, args.run_format, args.block_size, _progress(args))
     try:
         return _eval_tables(args, measures, opened, writer)

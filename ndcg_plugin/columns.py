@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -110,6 +109,8 @@ def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
 
 def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     """(codes, uniques) with uniques in order of first appearance, as ``pd.factorize``."""
+    import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
+
     uniques = arr.unique()
     codes = pc.index_in(arr, value_set=uniques)
     return to_numpy(codes).astype(np.int64), uniques
@@ -122,6 +123,8 @@ def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     arr = as_arrow_strings(values)
     if len(arr) == 0:
         return np.zeros(0, dtype=np.int32), empty_strings(), np.zeros(0, dtype=np.int64)
+    import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
+
     run_values, run_lengths = [], []
     for chunk in arr.chunks:
         if len(chunk) == 0:

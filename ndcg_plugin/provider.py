@@ -307,7 +307,7 @@ class TableEvaluation:
 
     @property
     def streams(self) -> bool:
-        from .stream import RunFile
+        from .reading.ahead import RunFile
         return isinstance(self.run, (str, os.PathLike, RunFile))
 
     def _evaluator(self) -> NdcgPluginEvaluator:

@@ -19,8 +19,6 @@ reader does).
 """
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -30,10 +28,11 @@ import pyarrow.compute as pc
 
 from . import engine, ranking, reading
 from .columns import group_codes, to_numpy
+from .reading.ahead import ReadAhead, RunFile
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
-from .reading.sources import BLOCK_BYTES, blocks, parse_blocks, source_name
+from .reading.sources import BLOCK_BYTES, source_name
 
 
 class _Regrouped(Exception):
@@ -88,97 +87,6 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield done
     if pending is not None and len(pending):
         yield pending
-
-
-class ReadAhead:
-    """The items of ``items``, produced on a worker thread (started at once) up to ``depth``
-    ahead of the consumer: the next block is read and parsed (Arrow and numpy release the GIL)
-    while this one is evaluated. Items, and the exception that ends them, come in their order;
-    :meth:`close` (or the consumer's ``for`` loop ending early) stops the worker at its next
-    item and closes ``items``."""
-
-    _END = object()
-
-    def __init__(self, items: Iterator, depth: int = 2):
-        self._slots: queue.Queue = queue.Queue(maxsize=depth)
-        self._stop = threading.Event()
-        self._done = False
-        self._worker = threading.Thread(target=self._work, args=(items,), name="ndcg-plugin-read-ahead", daemon=True)
-        self._worker.start()
-
-    def _put(self, entry) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._slots.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _work(self, items: Iterator) -> None:
-        try:
-            for item in items:
-                if not self._put((item, None)):
-                    break
-            else:
-                self._put((self._END, None))
-        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            self._put((self._END, e))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    def __iter__(self) -> ReadAhead:
-        return self
-
-    def __next__(self):
-        if self._done:
-            raise StopIteration
-        item, error = self._slots.get()
-        if item is self._END:
-            self.close()
-            if error is not None:
-                raise error
-            raise StopIteration
-        return item
-
-    def close(self) -> None:
-        self._done = True
-        self._stop.set()
-        self._worker.join()
-
-
-def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
-    """See :class:`ReadAhead`: a generator over it, so that leaving a ``for`` loop closes it."""
-    ahead = ReadAhead(items, depth)
-    try:
-        yield from ahead
-    finally:
-        ahead.close()
-
-
-class RunFile:
-    """A run file opened for streaming: its first blocks are read and parsed on a worker
-    thread from the moment it is opened (the CLI opens it before reading the qrels)."""
-
-    def __init__(self, path: Any, run_format: str = "auto", block_bytes: int = BLOCK_BYTES, progress=None):
-        self.path, self.run_format, self.progress = path, run_format, progress
-        self.source = source_name(path, "<stream>")
-        self.blocks: ReadAhead | None = ReadAhead(
-            parse_blocks(blocks(path, self.source, block_bytes, progress), self.source, "run", run_format))
-
-    def take_blocks(self) -> ReadAhead:
-        """The parsed blocks (once)."""
-        if self.blocks is None:
-            raise RuntimeError(f"the blocks of {self.source} were already taken")
-        out, self.blocks = self.blocks, None
-        return out
-
-    def close(self) -> None:
-        if self.blocks is not None:
-            self.blocks.close()
-            self.blocks = None
 
 
 def _merge(out: dict, part: dict, present: np.ndarray) -> None:

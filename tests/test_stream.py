@@ -173,7 +173,7 @@ def test_a_streamed_eval_never_imports_pandas(tmp_path, extra):
 # --- read_ahead: the next block is parsed on a worker thread ---------------------------------
 
 def test_read_ahead_keeps_order_and_raises_where_the_source_raised():
-    from ndcg_plugin.stream import read_ahead
+    from ndcg_plugin.reading.ahead import read_ahead
 
     assert list(read_ahead(iter(range(50)), depth=2)) == list(range(50))
 
@@ -192,7 +192,7 @@ def test_read_ahead_keeps_order_and_raises_where_the_source_raised():
 def test_read_ahead_stops_and_closes_its_source_when_the_consumer_stops():
     import threading
 
-    from ndcg_plugin.stream import read_ahead
+    from ndcg_plugin.reading.ahead import read_ahead
     closed = threading.Event()
 
     def endless():
@@ -214,7 +214,7 @@ def test_read_ahead_stops_and_closes_its_source_when_the_consumer_stops():
 def test_a_run_file_opened_before_the_qrels_streams_as_a_path_does(tmp_path):
     import threading
 
-    from ndcg_plugin.stream import RunFile
+    from ndcg_plugin.reading.ahead import RunFile
     qrels = read("q1 0 a 1\nq2 0 b 2\n", "qrels")
     path = tmp_path / "r.run"
     path.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 b 1 3 t\nq1 Q0 c 1 0 t\n")  # q1 again: read again whole

@@ -87,19 +87,48 @@ def _integers(column: pa.ChunkedArray) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+def _empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool) -> bool:
+    """True when some field of the block is empty: a delimiter followed by a delimiter or a line
+    end, or ending the block; with ``first_column``, also one starting a line. Read from the
+    bytes, for the columns Arrow is not asked to convert."""
+    if chunk.endswith(delimiter) or (first_column and chunk.startswith(delimiter)):
+        return True
+    pairs = [delimiter + delimiter, delimiter + b"\n"] + ([delimiter + b"\r"] if has_cr else [])
+    if first_column:
+        pairs.append(b"\n" + delimiter)
+    codes = [int.from_bytes(p, "little") for p in pairs]
+    for shift in (0, 1):  # the byte pairs starting at even, then at odd offsets
+        count = (len(chunk) - shift) // 2
+        if count > 0:
+            words = np.frombuffer(chunk.data, dtype="<u2", count=count, offset=chunk.start + shift)
+            if any(np.any(words == code) for code in codes):
+                return True
+    return False
+
+
 def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
     """Parse a block of whole lines (a :class:`ndcg_plugin.reading.sources.Chunk`), or decline
     with None."""
     if not file_start and chunk.startswith(BOM):
         return None
-    if chunk.find(b"\r") >= 0 and chunk.count(b"\r") != chunk.count(b"\r\n"):
+    has_cr = chunk.find(b"\r") >= 0
+    if has_cr and chunk.count(b"\r") != chunk.count(b"\r\n"):
         return None
     ncols = layout.columns
     names = [f"c{i}" for i in range(ncols)]
-    types = {name: _BIN for name in names}
-    types[f"c{layout.query_at}"] = _STR
-    types[f"c{layout.doc_at}"] = _STR
-    types[f"c{layout.value_at}"] = _BIN if layout.integer else pa.float64()
+    # no other whitespace byte in the whole block (a few memchr scans) means none inside any
+    # field: then each column is checked only for empty fields, and only the columns used are
+    # converted (most of the parse's cost is per field converted)
+    spaced = any(chunk.find(b) >= 0 for b in _OTHER_WS[delimiter])
+    used = sorted({layout.query_at, layout.doc_at, layout.value_at})
+    skipping = not spaced and len(used) < ncols
+    if skipping and _empty_field(chunk, delimiter, 0 not in used, has_cr):
+        return None
+    converted = used if skipping else range(ncols)
+    types = {names[i]: _BIN for i in converted}
+    types[names[layout.query_at]] = _STR
+    types[names[layout.doc_at]] = _STR
+    types[names[layout.value_at]] = _BIN if layout.integer else pa.float64()
     try:
         table = pacsv.read_csv(
             pa.BufferReader(chunk.buffer()),
@@ -107,31 +136,29 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
             parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, escape_char=False,
                                              double_quote=False, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False))
+                                                 quoted_strings_can_be_null=False,
+                                                 include_columns=[names[i] for i in converted]))
     except (pa.ArrowInvalid, OSError):
         return None  # a row with another column count, invalid UTF-8, a value that is not a number
     if table.num_rows == 0:
         return None
-    # no other whitespace byte in the whole block (a few memchr scans) means none inside any
-    # field: then each column is checked only for empty fields
-    spaced = any(chunk.find(b) >= 0 for b in _OTHER_WS[delimiter])
-    for i in range(ncols):
+    for i in converted:
         if i == layout.value_at and not layout.integer:
             continue
         last_trec = layout.extra_allowed and i == ncols - 1
-        if not _clean(table.column(i), whitespace_ok=last_trec or not spaced):
+        if not _clean(table.column(names[i]), whitespace_ok=last_trec or not spaced):
             return None
-    qids = table.column(layout.query_at)
+    qids = table.column(names[layout.query_at])
     if any(np.any(data[offsets[:-1] - offsets[0]] == ord("#")) for offsets, data in _pieces(qids)):
         return None  # a comment line
     if layout.integer:
-        value = _integers(table.column(layout.value_at))
+        value = _integers(table.column(names[layout.value_at]))
         if value is None:
             return None
     else:
-        value = to_numpy(table.column(layout.value_at))
+        value = to_numpy(table.column(names[layout.value_at]))
         if not np.isfinite(value).all():
             return None  # NaN / inf: the line parser names the line
     if layout.rank_is_value:
         value = -value.astype(np.float64)
-    return Parsed(layout, qids, table.column(layout.doc_at), value, None)
+    return Parsed(layout, qids, table.column(names[layout.doc_at]), value, None)

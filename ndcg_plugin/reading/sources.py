@@ -108,6 +108,9 @@ class Chunk:
     def startswith(self, prefix: bytes) -> bool:
         return self.data.startswith(prefix, self.start, self.end)
 
+    def endswith(self, suffix: bytes) -> bool:
+        return self.data.endswith(suffix, self.start, self.end)
+
     def head(self, n: int) -> bytes:
         return self.data[self.start: min(self.start + n, self.end)]
 
