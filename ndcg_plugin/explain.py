@@ -21,6 +21,7 @@ import pandas as pd
 from . import engine, reading
 from .formatting import format_value
 from .measures import ALL, PluginMeasure
+from .specs import spec_of
 
 
 @dataclass
@@ -53,7 +54,7 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) 
         measure = ir_measures.parse_measure(measure)
     if not isinstance(measure, PluginMeasure):
         raise ValueError(f"explain covers the plugin's measures ({', '.join(m.NAME for m in ALL)}); got {measure}")
-    spec = engine.spec_of(measure)
+    spec = spec_of(measure)
     qrels_t = reading.read(qrels, "qrels")
     run_t = reading.read(run, "run")
     if query_id not in set(qrels_t["query_id"]):

@@ -30,13 +30,14 @@ from ir_measures.providers.base import Any, Evaluator, Provider
 
 from .aggregate import aggregate_arrays, per_query_values
 from .measures import ALL, PluginMeasure
+from .specs import Spec, spec_of
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from . import engine
 
-#: the built-in measures the engine computes (parameters checked by :func:`engine.spec_of`)
+#: the built-in measures the engine computes (parameters checked by :func:`specs.spec_of`)
 BUILTINS = ("nDCG", "RR", "Success")
 
 # A qrels query with no judgments (``{"q2": {}}``) is a qrels query without a relevant
@@ -68,15 +69,14 @@ class NdcgPluginProvider(Provider):
 
     def supports(self, measure) -> bool:
         """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins
-        whose parameters the engine computes as pytrec_eval defines them (see engine.spec_of)."""
-        from . import engine  # imported on use: `import ndcg_plugin` stays light
+        whose parameters the engine computes as pytrec_eval defines them (see specs.spec_of)."""
         if isinstance(measure, PluginMeasure):
             measure.validate_params()
             return True
         if getattr(measure, "NAME", None) not in BUILTINS:
             return False
         try:
-            engine.spec_of(measure)
+            spec_of(measure)
         except ValueError:
             return False
         return True
@@ -99,13 +99,12 @@ class NdcgPluginProvider(Provider):
         return NdcgPluginEvaluator(measures, engine.QrelsIndex(table), specs, self, ids.originals)
 
 
-def _spec(measure) -> engine.Spec:
-    """engine.spec_of, with a message naming the provider for measures it does not compute."""
-    from . import engine  # imported on use: `import ndcg_plugin` stays light
+def _spec(measure) -> Spec:
+    """specs.spec_of, with a message naming the provider for measures it does not compute."""
     if not isinstance(measure, PluginMeasure) and getattr(measure, "NAME", None) not in BUILTINS:
         names = ", ".join([m.NAME for m in ALL] + list(BUILTINS))
         raise ValueError(f"the ndcg_plugin provider does not compute {measure}; it computes {names}")
-    return engine.spec_of(measure)
+    return spec_of(measure)
 
 
 class _QueryIds:
@@ -312,7 +311,7 @@ class TableEvaluation:
 
     def _evaluator(self) -> NdcgPluginEvaluator:
         from . import engine  # imported on use: `import ndcg_plugin` stays light
-        specs = {m: engine.spec_of(m) for m in self.mine}
+        specs = {m: spec_of(m) for m in self.mine}
         return NdcgPluginEvaluator(self.mine, engine.QrelsIndex(self.qrels), specs, NdcgPluginProvider())
 
     def _values(self, ev: NdcgPluginEvaluator) -> dict:

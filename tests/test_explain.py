@@ -11,6 +11,7 @@ import pytest
 from ndcg_plugin import engine
 from ndcg_plugin.cli import main
 from ndcg_plugin.explain import explain
+from ndcg_plugin.specs import spec_of
 
 from .helpers import qrels_df, run_df
 
@@ -78,7 +79,7 @@ def test_explain_numbers_are_engine_compute_numbers(seed):
     index = engine.QrelsIndex(qrels)
     for text in EXPLAINED:
         measure = ir_measures.parse_measure(text)
-        spec = engine.spec_of(measure)
+        spec = spec_of(measure)
         values = engine.compute(index, run, [spec], counts=[])[spec]
         for i, q in enumerate(index.qids):
             e = explain(qrels, run, q, measure)

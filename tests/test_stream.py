@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, engine, read
+from ndcg_plugin.specs import spec_of
 from ndcg_plugin.stream import compute_file
 
 from .test_differential import collections
@@ -18,7 +19,7 @@ from .test_differential import collections
 MEASURES = [NDCG_lin @ 3, NDCG_exp, NDCG_lin(ideal="run") @ 5, NDCG_lin(judged_only=True) @ 4, HitRate @ 2,
             HitRate_item @ 3, MRR_zero @ 5, MRR_ignore @ 2, MRR_zero(rel=2) @ 10, NDCG_exp(ties="average") @ 3,
             HitRate_item(ties="average") @ 2, MRR_ignore(ties="average") @ 4]
-SPECS = [engine.spec_of(m) for m in MEASURES]
+SPECS = [spec_of(m) for m in MEASURES]
 
 
 def run_text(run: dict, order: list, fmt: str) -> str:
@@ -95,9 +96,9 @@ def test_a_query_longer_than_many_blocks_is_carried_whole(tmp_path):
     path = tmp_path / "run"
     path.write_text("\n".join(lines) + "\n")
     index = engine.QrelsIndex(read("q1 0 d499 1\nq2 0 d0 1\n", "qrels"))
-    got = compute_file(index, path, [engine.spec_of(MRR_zero @ 1000)], block_bytes=64)
+    got = compute_file(index, path, [spec_of(MRR_zero @ 1000)], block_bytes=64)
     # hand computation: q1's relevant doc d499 has the lowest score (rank 500); q2's d0 ranks 3rd
-    assert list(got[engine.spec_of(MRR_zero @ 1000)].values) == [1 / 500, 1 / 3]
+    assert list(got[spec_of(MRR_zero @ 1000)].values) == [1 / 500, 1 / 3]
 
 
 def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
@@ -105,7 +106,7 @@ def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
     path.write_text("q1 Q0 a 0 1 t\nq1 Q0 a 0 2 t\n" + "".join(f"q2 Q0 d{i} 0 1 t\n" for i in range(50)) + "q3 Q0 x\n")
     index = engine.QrelsIndex(read("q1 0 a 1\n", "qrels"))
     with pytest.raises(InputError, match=":53: expected 6 columns"):
-        compute_file(index, path, [engine.spec_of(NDCG_lin @ 10)], block_bytes=32)
+        compute_file(index, path, [spec_of(NDCG_lin @ 10)], block_bytes=32)
 
 
 @settings(max_examples=40, deadline=None,
@@ -147,6 +148,22 @@ def test_help_and_measures_import_nothing_heavy():
             "print(sorted(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_the_run_is_opened_for_parsing_before_the_engine_is_imported():
+    # the CLI routes the measures (specs, no numpy) and opens the run (reading.ahead: what
+    # parsing needs) before it imports the engine, so the first blocks parse meanwhile
+    import subprocess
+    import sys
+
+    code = ("import sys; import ir_measures; from ndcg_plugin.provider import route; "
+            "names = [route(ir_measures.parse_measure(m)) for m in ('NDCG_lin@10', 'MRR_ignore@10', 'nDCG@10')]; "
+            "routed = sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules); "
+            "import ndcg_plugin.reading.ahead; "
+            "opened = sorted(m for m in ('pyarrow.compute', 'ndcg_plugin.engine', 'pandas') if m in sys.modules); "
+            "print(names, routed, opened)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['ndcg_plugin', 'ndcg_plugin', 'ndcg_plugin'] [] []"
 
 
 @pytest.mark.parametrize("extra", [[], ["--duplicates", "max"], ["--block-size", "64"]])
@@ -218,7 +235,7 @@ def test_a_run_file_opened_before_the_qrels_streams_as_a_path_does(tmp_path):
     qrels = read("q1 0 a 1\nq2 0 b 2\n", "qrels")
     path = tmp_path / "r.run"
     path.write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq2 Q0 b 1 3 t\nq1 Q0 c 1 0 t\n")  # q1 again: read again whole
-    specs = [engine.spec_of(m) for m in (NDCG_lin @ 10, MRR_zero @ 10)]
+    specs = [spec_of(m) for m in (NDCG_lin @ 10, MRR_zero @ 10)]
     index = engine.QrelsIndex(qrels)
     expected = compute_file(index, path, specs, block_bytes=16)
     opened = RunFile(path, block_bytes=16)

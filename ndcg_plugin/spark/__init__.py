@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import spec_of
 from ..measures import parse_measures
 from ..ranking import report_unmatched
+from ..specs import spec_of
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..engine import Spec
+from ..specs import Spec
 
 WHITESPACE = r"[ \t\n\x0B\f\r]"
 
