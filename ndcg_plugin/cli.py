@@ -337,6 +337,11 @@ def build_parser():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins for about
+    # 0.1 s of CPU waiting for work; no subcommand multiplies matrices large enough to gain from
+    # them, and eval parses the run on the other cores meanwhile. Set before numpy is imported
+    # (nothing above imports it); the user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = cli_parser.parse_args(argv)
     original_format = warnings.formatwarning
     try:

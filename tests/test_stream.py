@@ -144,10 +144,27 @@ def test_help_and_measures_import_nothing_heavy():
     import sys
 
     code = ("import sys; from ndcg_plugin.cli import main; main(['measures']); "
-            "heavy = ('pandas', 'pyarrow', 'scipy', 'pytrec_eval', 'ir_datasets'); "
+            "heavy = ('numpy', 'pandas', 'pyarrow', 'scipy', 'pytrec_eval', 'ir_datasets'); "
             "print(sorted(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "1"), ("3", "3")])
+def test_the_cli_keeps_openblas_to_one_thread_unless_the_user_set_it(preset, expected):
+    # set in main() before numpy is first imported (the test above: `import ndcg_plugin.cli`
+    # imports no numpy), so OpenBLAS reads it; a value the user set is kept
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    code = ("import os, sys; from ndcg_plugin.cli import main; before = 'numpy' in sys.modules; "
+            "main(['measures']); print(before, os.environ['OPENBLAS_NUM_THREADS'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip().splitlines()[-1] == f"False {expected}"
 
 
 def test_the_run_is_opened_for_parsing_before_the_engine_is_imported():
