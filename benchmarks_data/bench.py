@@ -24,6 +24,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# every tool runs from here: `python -m ndcg_plugin` started in the repository's root would import
+# the checkout (the working directory comes first on sys.path) rather than the installed package
+# that compile_package() compiled, and be timed compiling its modules
+WORKDIR = HERE / "cache"
 OURS = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10", "nDCG@10"]
 TREC_ARGS = ["-c", "-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "success.10", "-m", "P.10"]
 TIE_NOTE = "ties: this tool orders tied scores by doc id ascending or arbitrarily; trec_eval by doc id descending"
@@ -136,14 +140,14 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
     if Path("/usr/bin/time").exists():
         full = ["/usr/bin/time", "-f", "__rss__ %M", *cmd]
         t = time.perf_counter()
-        proc = subprocess.run(full, capture_output=True, text=True)
+        proc = subprocess.run(full, capture_output=True, text=True, cwd=WORKDIR)
         wall = time.perf_counter() - t
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
         rss = next(float(x.split()[1]) / 1024 for x in proc.stderr.splitlines() if x.startswith("__rss__"))
         return wall, rss, proc.stdout
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=WORKDIR)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return time.perf_counter() - t, math.nan, proc.stdout
@@ -219,6 +223,19 @@ def compile_package() -> None:
         print(f"could not compile {where} to bytecode: ndcg-plugin is timed compiling its modules", flush=True)
 
 
+def install_kind() -> str:
+    """How the timed ndcg-plugin is installed: from the checkout in editable mode, or as a package
+    (what `pip install .` gives); PEP 610's direct_url.json says which."""
+    import json
+    from importlib import metadata
+    try:
+        raw = metadata.distribution("ndcg-plugin").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return "ndcg-plugin not installed, imported from the checkout"
+    editable = bool(raw) and json.loads(raw).get("dir_info", {}).get("editable", False)
+    return "an editable install of the checkout" if editable else "installed as a package (pip install .)"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=int, default=6980)
@@ -250,7 +267,8 @@ def main() -> int:
 
     # reference numbers, untimed: ours, plus MRR_zero@1000 = trec_eval's recip_rank (no cutoff)
     ref = parse_values(subprocess.run([py, "-m", "ndcg_plugin", "eval", qrels, run, *OURS, "MRR_zero@1000",
-                                       "-p", "-1"], capture_output=True, text=True, check=True).stdout)
+                                       "-p", "-1"], capture_output=True, text=True, check=True,
+                                      cwd=WORKDIR).stdout)
     walls: dict = {k: [] for k in procs}
     rss: dict = {k: [] for k in procs}
     outputs: dict = {}
@@ -304,7 +322,7 @@ def main() -> int:
 
     # in-process comparisons
     frames = parse_values(subprocess.run([*me, "frames", qrels, run], capture_output=True, text=True,
-                                         check=True).stdout)
+                                         check=True, cwd=WORKDIR).stdout)
     irm_df = parse_values(timed([*me, "irm_df", qrels, run])[2])
     it_default = parse_values(timed([*me, "irm_iter", qrels, run, "no"])[2])
     it_plugin = parse_values(timed([*me, "irm_iter", qrels, run, "yes"])[2])
@@ -358,12 +376,12 @@ def main() -> int:
 
     te = statistics.median(walls["trec_eval"]) if "trec_eval" in walls else None
     targets = [
-        f"- 1x whole process vs trec_eval -O2: {base / te:.2f} (target <= 0.18, goal 0.15)" if te
+        f"- 1x whole process vs trec_eval -O2: {base / te:.3f} (target <= 0.18, goal 0.15)" if te
         else "- trec_eval: not given",
         f"- 1x peak RSS of ndcg-plugin: {max(rss['ndcg-plugin']):.0f} MB (target <= 400)",
         *([f"- 10x peak RSS of ndcg-plugin: {m10_peak:.0f} MB (target <= 1024)",
            f"- 10x time / 1x time: {w10_median / base:.1f} (target <= 10.5)"] if w10_median else []),
-        f"- from DataFrames vs pytrec_eval evaluate(): {plugin_df / pytrec_df:.2f} (target <= 0.19, as before)",
+        f"- from DataFrames vs pytrec_eval evaluate(): {plugin_df / pytrec_df:.3f} (target <= 0.19, as before)",
         f"- from DataFrames, default pipeline / plugin: {irm_ratio:.1f}x",
         f"- from iterators, default pipeline / plugin: {iter_ratio:.1f}x",
         f"- agreement: {'all tools agree (or differ for the stated reason)' if all_ok else 'DISAGREEMENT'}; "
@@ -378,7 +396,8 @@ def main() -> int:
         f"Workload: `benchmarks_data/make_workload.py --queries {args.queries}` "
         f"({args.queries:,} queries x 1,000 docs, {lines_in_run:,} run lines; MS MARCO dev-small qrels ids when "
         "../shared/data is present). Measures: " + " ".join(OURS) + f". Median of {args.repeat} alternating runs; "
-        "ndcg-plugin's modules compiled to bytecode first, as pip does when it installs a package.",
+        f"ndcg-plugin {install_kind()}, its modules compiled to bytecode first, as pip does when it installs a "
+        "package.",
         "", "## Whole process (files in, numbers out)", "",
         "| tool | wall | peak RSS | / ndcg-plugin | agreement with ndcg-plugin |", "|---|---|---|---|---|", *rows, "",
         "Commands: `ndcg-plugin eval QRELS RUN " + " ".join(OURS) + "`; `trec_eval " + " ".join(TREC_ARGS) +
