@@ -24,10 +24,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# every tool runs from here: `python -m ndcg_plugin` started in the repository's root would import
-# the checkout (the working directory comes first on sys.path) rather than the installed package
-# that compile_package() compiled, and be timed compiling its modules
-WORKDIR = HERE / "cache"
+# every tool runs from this script's directory (no ndcg_plugin package in it): `python -m
+# ndcg_plugin` started in the repository's root would import the checkout (the working directory
+# comes first on sys.path) rather than the installed package that compile_package() compiled, and
+# be timed compiling its modules
+WORKDIR = HERE
 OURS = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10", "nDCG@10"]
 TREC_ARGS = ["-c", "-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "success.10", "-m", "P.10"]
 TIE_NOTE = "ties: this tool orders tied scores by doc id ascending or arbitrarily; trec_eval by doc id descending"
