@@ -9,6 +9,8 @@ from pathlib import Path
 import ir_measures
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ndcg_plugin import InputError, read
 
@@ -133,6 +135,30 @@ def test_fingerprints_equal_for_equal_strings_wherever_stored():
     assert list(short_only) == [f[0], f[1], f[2], f[4]]
     eight = ["abcdefgh", "abcdefg", "abcdefghi"]
     assert fingerprints(eight[:2]).tolist() == fingerprints(eight).tolist()[:2]
+
+
+def _fingerprint_by_hand(text: str) -> int:
+    """The fingerprint as columns.py's docstring defines it, one string at a time in Python."""
+    b = text.encode()
+    k1, k2, k3, mask = 0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, (1 << 64) - 1
+    head = int.from_bytes(b[:8], "little")  # the first (up to) 8 bytes
+    out = ((head * k1) & mask) ^ ((len(b) * k2) & mask)
+    if len(b) > 8:  # the last 8 bytes
+        tail = int.from_bytes(b[-8:], "little")
+        out ^= (((tail * k2) & mask) >> 29) ^ ((tail * k3) & mask)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list("ab09é\u4e2d")), max_size=30), min_size=1, max_size=40),
+       st.integers(0, 10))
+def test_fingerprints_match_their_definition_at_every_offset(values, skip):
+    import pyarrow as pa
+
+    from ndcg_plugin.columns import fingerprints
+
+    arr = pa.array(values, type=pa.large_string()).slice(min(skip, len(values) - 1))
+    assert fingerprints(arr).tolist() == [_fingerprint_by_hand(v) for v in arr.to_pylist()]
 
 
 def test_progress_is_reported_while_reading_a_large_file(tmp_path):

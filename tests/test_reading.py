@@ -153,12 +153,38 @@ def test_invalid_utf8_is_one_clean_error(tmp_path, capfd):
     assert "Exception ignored" not in capfd.readouterr().err
 
 
+@pytest.mark.parametrize("bad", [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"])
+@pytest.mark.parametrize("column", range(6))
+def test_bytes_that_are_not_utf8_are_refused_in_any_column_by_both_parsers(tmp_path, bad, column):
+    # the columnar parser converts only columns 0, 2 and 4 of a TREC run; the others are checked too
+    fields = [b"q1", b"Q0", b"d2", b"2", b"0.5", b"tag"]
+    fields[column] += bad
+    data = b"q1 Q0 d1 1 1.0 tag\n" + b" ".join(fields) + b"\nq1 Q0 d3 3 0.25 tag\n"
+    for columnar_ok in (True, False):
+        with pytest.raises(InputError, match=r"^f:2: not valid UTF-8"):
+            list(parse_blocks(blocks(data, "f"), "f", "run", columnar_ok=columnar_ok))
+
+
+def test_a_block_of_valid_utf8_beyond_ascii_takes_the_columnar_parser():
+    from ndcg_plugin.reading import columnar
+    from ndcg_plugin.reading.formats import LAYOUTS
+    from ndcg_plugin.reading.sources import Chunk
+
+    data = "qé Q0 d中😀 1 1.5 té\nqé Q0 d2 2 0.5 t\n".encode()
+    parsed = columnar.parse_block(Chunk(data), LAYOUTS["trec"], b" ", True)
+    assert parsed is not None
+    assert parsed.doc_id.to_pylist() == ["d中😀", "d2"]
+    assert parsed.query_id.to_pylist() == ["qé", "qé"]
+
+
 # --- the two parsers agree: a property test over generated files -------------------------
 
 ID_CHARS = st.sampled_from(list("abcXYZ019_-.#/:é") + ["\u00a0", "\u3000", "\u0085", "\x01"])
 IDS = st.text(ID_CHARS, min_size=1, max_size=6)
 GOOD_NUMBERS = ["1", "-2", "0", "01", "3", "1.5", "-0.25", ".5", "3.", "1e-3", "2E+2", "-1.5e2"]
 BAD_NUMBERS = ["+1", "1_0", "0x10", "nan", "inf", "-inf", "1e999", "1.5.2", "1e", "", "\u0663", "99999999999999999999"]
+# a stray byte, an overlong '/', a UTF-16 surrogate, a code point above U+10FFFF, a cut sequence
+NOT_UTF8 = [b"\xff", b"\xe9", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"]
 SEPARATORS = [" ", "\t", "  ", " \t", "\t ", "\x0b", "\x0c", "\r"]
 
 
@@ -200,6 +226,9 @@ def files(draw):
     end = "\r\n" if crlf else "\n"
     text = end.join(lines) + (end if draw(st.booleans()) else "")
     data = text.encode("utf-8")
+    if draw(st.integers(0, 9)) == 0:  # bytes that are not UTF-8, in any column
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.sampled_from(NOT_UTF8)) + data[at:]
     if draw(st.booleans()):
         data = b"\xef\xbb\xbf" + data
     if draw(st.integers(0, 9)) == 0:

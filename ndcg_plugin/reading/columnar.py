@@ -12,7 +12,8 @@ byte, so a block is declined when anything could make the two differ:
 - a query id starting with ``#`` (a comment line, for both runs and qrels);
 - a byte order mark at the start of a block that is not the file's start (Arrow drops it);
 - a value outside the number syntax (Arrow also reads ``0x10`` as an integer, ``+1`` only as a
-  decimal, and ``nan``/``inf``), or invalid UTF-8 in an id.
+  decimal, and ``nan``/``inf``), or invalid UTF-8 anywhere in the block (the line parser
+  decodes whole lines; the CSV reader is told not to check, the block is checked once).
 
 Blank-free, comment-free blocks also let the caller count lines as rows.
 """
@@ -62,6 +63,22 @@ def _clean(column: pa.ChunkedArray, whitespace_ok: bool = False) -> bool:
             return False
         if not whitespace_ok and np.count_nonzero(data <= 32) and _WS[data].any():
             return False
+    return True
+
+
+def _utf8(chunk) -> bool:
+    """The block is valid UTF-8, as the line parser requires of every line; then so is each of its
+    fields, since UTF-8 never uses an ASCII byte inside a multi-byte character and fields are cut
+    at ASCII bytes. One pass for the largest byte (an ASCII block is valid); else Arrow's
+    validation of the block as one string."""
+    raw = np.frombuffer(chunk.data, dtype=np.uint8, count=len(chunk), offset=chunk.start)
+    if len(raw) == 0 or raw.max() < 0x80:
+        return True
+    offsets = pa.py_buffer(np.array([0, len(chunk)], dtype=np.int64))
+    try:
+        pa.Array.from_buffers(_STR, 1, [None, offsets, chunk.buffer()]).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
     return True
 
 
@@ -116,6 +133,8 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
     with None."""
     if not file_start and chunk.startswith(BOM):
         return None
+    if not _utf8(chunk):  # in any column, also one not converted: the line parser names the line
+        return None
     has_cr = chunk.find(b"\r") >= 0
     if has_cr and chunk.count(b"\r") != chunk.count(b"\r\n"):
         return None
@@ -141,11 +160,11 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
             parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, escape_char=False,
                                              double_quote=False, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
-                                                 quoted_strings_can_be_null=False,
+                                                 quoted_strings_can_be_null=False, check_utf8=False,
                                                  include_columns=[names[i] for i in converted]),
             memory_pool=POOL)
     except (pa.ArrowInvalid, OSError):
-        return None  # a row with another column count, invalid UTF-8, a value that is not a number
+        return None  # a row with another column count, a value that is not a number
     if table.num_rows == 0:
         return None
     for i in converted:

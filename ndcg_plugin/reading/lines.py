@@ -80,7 +80,12 @@ def parse_lines(data: bytes, source: str, kind: str, run_format: str = "auto", l
         data.decode("utf-8")
     except UnicodeDecodeError as e:
         lineno = first_line + data.count(b"\n", 0, e.start)
-        raise InputError(source, lineno, f"not valid UTF-8 at byte {e.start} of the line's block; ids must be "
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        at = e.start - line_start  # in the line, not in the block read
+        # the lines before it first: a bad line earlier in the file is reported first, whatever
+        # the block size
+        parse_lines(data[:line_start], source, kind, run_format, layout, first_line, file_start)
+        raise InputError(source, lineno, f"not valid UTF-8 at byte offset {at} of the line; ids must be "
                          "UTF-8 text") from None
     if file_start and data.startswith(BOM):
         data = data[len(BOM):]
