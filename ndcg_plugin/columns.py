@@ -29,6 +29,7 @@ _SHIFT = np.uint64(29)
 _HEAD_MASK = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 _TAIL_MASK = np.array([((1 << 64) - 1) ^ ((1 << (8 * (8 - n))) - 1) for n in range(9)], dtype=np.uint64)
 _CHUNK = 1 << 20
+_PARALLEL_MIN = 1 << 20  # strings from which fingerprints take two threads: below, threads cost more than they save
 
 
 # --- numpy <-> Arrow through the buffers --------------------------------------------------------
@@ -139,17 +140,6 @@ def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     return np.repeat(run_codes.astype(dtype), lengths), uniques, sizes
 
 
-def _words_at(w64: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """The little-endian 64-bit word of the 8 bytes from byte ``pos`` of ``w64``'s memory: two
-    aligned loads and shifts (numpy gathers from an unaligned strided view several times slower)."""
-    i = pos >> 3
-    r = ((pos & 7) << 3).astype(np.uint64)
-    out = w64[i] >> r
-    # the next word's low bytes; shifted in two steps, as a shift by 64 (r = 0) is not defined
-    out |= (w64[i + 1] << np.uint64(1)) << (np.uint64(63) - r)
-    return out
-
-
 def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     n = len(arr)
     if n == 0:
@@ -159,22 +149,23 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     b0, b1 = int(offsets[0]), int(offsets[-1])
-    # 8 zero bytes before the strings and at least 8 after, in whole aligned words
-    padded = np.zeros((b1 - b0 + 16 + 7) // 8 * 8 + 8, dtype=np.uint8)
+    padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
     padded[8: 8 + b1 - b0] = data[b0:b1]
-    w64 = padded.view(np.uint64)
+    # the 8 bytes from each position, as one 8-byte item: np.take copies them with one load each
+    # (a gather through a strided uint64 view is several times slower)
+    eights = np.ndarray((len(padded) - 7,), dtype="V8", buffer=padded, strides=(1,))
     starts = offsets[:-1] - (b0 - 8)
     ends = offsets[1:] - (b0 - 8)
     length = ends - starts
     longest = int(length.max())
     short = np.minimum(length, 8) if longest > 8 else length
     with np.errstate(over="ignore"):
-        mixed = _words_at(w64, starts)
+        mixed = np.take(eights, starts).view("<u8")
         mixed &= _HEAD_MASK[short]
         mixed *= _K1
         mixed ^= length.astype(np.uint64) * _K2
         if longest > 8:  # the last 8 bytes count only for strings longer than 8 (a short one is its head)
-            tail = _words_at(w64, ends - 8) & _TAIL_MASK[short]
+            tail = np.take(eights, ends - 8).view("<u8") & _TAIL_MASK[short]
             tail_mix = (tail * _K2) >> _SHIFT
             tail_mix ^= tail * _K3
             tail_mix[length <= 8] = 0
@@ -192,7 +183,11 @@ def fingerprints(values: Any) -> np.ndarray:
             piece = chunk.slice(lo, _CHUNK)
             jobs.append((piece, out[pos: pos + len(piece)]))
             pos += len(piece)
-    parallel_map(_fingerprint_chunk, jobs)
+    if len(arr) >= _PARALLEL_MIN:
+        parallel_map(_fingerprint_chunk, jobs)
+    else:  # a block of a streamed run: its parse runs on the other core meanwhile
+        for job in jobs:
+            _fingerprint_chunk(*job)
     return out
 
 
