@@ -5,6 +5,7 @@ input or usage (one message on stderr, no traceback).
 """
 from __future__ import annotations
 
+import gc
 import math
 import os
 import sys
@@ -360,5 +361,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def run() -> None:
+    """The ``ndcg-plugin`` command (and ``python -m ndcg_plugin``): :func:`main`, then exit with its
+    status. The objects still alive are first frozen (``gc.freeze``), so that the interpreter's
+    final collections skip them: walking numpy's, Arrow's and ir-measures' module objects cost
+    20-40 ms after the output was written, a few percent of a 7M-line eval. They are still
+    released by reference counting; atexit handlers and the flush of standard streams run as usual.
+    Tests call :func:`main` instead, which leaves the garbage collector alone."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -329,3 +329,19 @@ def test_crosscheck_the_function_and_its_module_have_different_names():
     module = importlib.import_module("ndcg_plugin.trec_eval_check")
     assert callable(ndcg_plugin.crosscheck) and ndcg_plugin.crosscheck is module.crosscheck
     assert ndcg_plugin.crosscheck is module.crosscheck  # importing the module does not replace the function
+
+
+@pytest.mark.parametrize("args, status", [(["measures"], 0),
+                                          (["eval", "no-such.qrels", "no-such.run", "MRR_zero@10"], 2)])
+def test_the_command_exits_with_mains_status_after_freezing_the_gc(args, status):
+    # python -m ndcg_plugin runs cli.run(): main(), gc.freeze() (the final collections then skip
+    # the objects alive), exit; atexit handlers and the output's flush still run
+    code = ("import atexit, gc, runpy, sys\n"
+            "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+            f"sys.argv = ['ndcg-plugin', *{args!r}]\n"
+            "runpy.run_module('ndcg_plugin', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stderr.strip().endswith("frozen True")
+    if status == 0:
+        assert "NDCG_lin" in proc.stdout  # written and flushed before the exit
