@@ -333,15 +333,18 @@ def test_crosscheck_the_function_and_its_module_have_different_names():
 
 @pytest.mark.parametrize("args, status", [(["measures"], 0),
                                           (["eval", "no-such.qrels", "no-such.run", "MRR_zero@10"], 2)])
-def test_the_command_exits_with_mains_status_after_freezing_the_gc(args, status):
-    # python -m ndcg_plugin runs cli.run(): main(), gc.freeze() (the final collections then skip
-    # the objects alive), exit; atexit handlers and the output's flush still run
+def test_the_command_sets_the_switch_interval_freezes_the_gc_and_exits_with_mains_status(args, status, capsys):
+    # python -m ndcg_plugin runs cli.run(): the GIL's switch interval, main(), gc.freeze() (the
+    # final collections then skip the objects alive), exit; atexit handlers and the flush still run
     code = ("import atexit, gc, runpy, sys\n"
-            "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+            "atexit.register(lambda: print('switch', sys.getswitchinterval(), 'frozen', gc.get_freeze_count() > 0,\n"
+            "                              file=sys.stderr))\n"
             f"sys.argv = ['ndcg-plugin', *{args!r}]\n"
             "runpy.run_module('ndcg_plugin', run_name='__main__')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == status, proc.stderr
-    assert proc.stderr.strip().endswith("frozen True")
+    from ndcg_plugin.cli import SWITCH_INTERVAL
+    assert proc.stderr.strip().endswith(f"switch {SWITCH_INTERVAL} frozen True")
+    assert main(["measures"]) == 0 and sys.getswitchinterval() != SWITCH_INTERVAL  # main() leaves it alone
     if status == 0:
         assert "NDCG_lin" in proc.stdout  # written and flushed before the exit
