@@ -151,21 +151,21 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     b0, b1 = int(offsets[0]), int(offsets[-1])
     padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
     padded[8: 8 + b1 - b0] = data[b0:b1]
-    # the 8 bytes from each position, as one 8-byte item: np.take copies them with one load each
-    # (a gather through a strided uint64 view is several times slower)
-    eights = np.ndarray((len(padded) - 7,), dtype="V8", buffer=padded, strides=(1,))
+    # the 8 bytes from each position as a uint64 (unaligned loads through a strided view; numpy
+    # releases the GIL while it gathers them, which it does not for 8-byte void items)
+    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     starts = offsets[:-1] - (b0 - 8)
     ends = offsets[1:] - (b0 - 8)
     length = ends - starts
     longest = int(length.max())
     short = np.minimum(length, 8) if longest > 8 else length
     with np.errstate(over="ignore"):
-        mixed = np.take(eights, starts).view("<u8")
+        mixed = words[starts]
         mixed &= _HEAD_MASK[short]
         mixed *= _K1
         mixed ^= length.astype(np.uint64) * _K2
         if longest > 8:  # the last 8 bytes count only for strings longer than 8 (a short one is its head)
-            tail = np.take(eights, ends - 8).view("<u8") & _TAIL_MASK[short]
+            tail = words[ends - 8] & _TAIL_MASK[short]
             tail_mix = (tail * _K2) >> _SHIFT
             tail_mix ^= tail * _K3
             tail_mix[length <= 8] = 0

@@ -161,6 +161,21 @@ def test_fingerprints_match_their_definition_at_every_offset(values, skip):
     assert fingerprints(arr).tolist() == [_fingerprint_by_hand(v) for v in arr.to_pylist()]
 
 
+def test_fingerprints_on_two_threads_equal_those_on_one(monkeypatch):
+    import pyarrow as pa
+
+    from ndcg_plugin import columns
+
+    values = [f"doc-{i * 7919 % 100_003}" + "x" * (i % 13) for i in range(50_000)]
+    arr = pa.chunked_array([pa.array(values[:20_000], type=pa.large_string()),
+                            pa.array(values[20_000:], type=pa.large_string())])
+    one = columns.fingerprints(arr)  # below _PARALLEL_MIN: on the calling thread
+    monkeypatch.setattr(columns, "_CHUNK", 7_000)
+    monkeypatch.setattr(columns, "_PARALLEL_MIN", 1)
+    assert columns.fingerprints(arr).tolist() == one.tolist()
+    assert one[:3].tolist() == [_fingerprint_by_hand(v) for v in values[:3]]
+
+
 def test_progress_is_reported_while_reading_a_large_file(tmp_path):
     path = tmp_path / "big.run"
     path.write_text("".join(f"q{i % 7} Q0 d{i} {i} {1.0 / (i + 1)} t\n" for i in range(500_001)))

@@ -79,8 +79,8 @@ def _distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     folded fingerprints equal within a query (about 1 in 10,000 queries of 1000 rows, or a
     duplicate); the caller then checks exactly."""
     n = len(docs_fp)
-    if n < 2 or np.any(q_codes[1:] < q_codes[:-1]):
-        return False  # not grouped by query
+    if n < 2 or q_codes[0] != 0 or np.any(q_codes[1:] < q_codes[:-1]):
+        return False  # not grouped by query (or codes not counted from 0)
     nq = int(q_codes[-1]) + 1
     size = n // nq
     if size * nq != n or size > _ROW_SORT_MAX:
