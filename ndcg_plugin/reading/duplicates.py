@@ -79,12 +79,13 @@ def _distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     folded fingerprints equal within a query (about 1 in 10,000 queries of 1000 rows, or a
     duplicate); the caller then checks exactly."""
     n = len(docs_fp)
-    if n < 2 or q_codes[0] != 0 or np.any(q_codes[1:] < q_codes[:-1]):
-        return False  # not grouped by query (or codes not counted from 0)
+    if n < 2 or q_codes[0] != 0 or q_codes[-1] < 0:
+        return False
     nq = int(q_codes[-1]) + 1
     size = n // nq
-    if size * nq != n or size > _ROW_SORT_MAX:
-        return False
+    # the O(1) tests first: most inputs of other shapes stop here, before a pass over the codes
+    if size * nq != n or size > _ROW_SORT_MAX or np.any(q_codes[1:] < q_codes[:-1]):
+        return False  # not grouped by query, or queries of different sizes
     rows = q_codes.reshape(nq, size)
     # row i starts and ends with code i: with nondecreasing codes, each query is one row
     first = np.arange(nq, dtype=q_codes.dtype)
