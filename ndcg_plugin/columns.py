@@ -183,18 +183,15 @@ def fingerprints(values: Any) -> np.ndarray:
             piece = chunk.slice(lo, _CHUNK)
             jobs.append((piece, out[pos: pos + len(piece)]))
             pos += len(piece)
-    if len(arr) >= _PARALLEL_MIN:
-        parallel_map(_fingerprint_chunk, jobs)
-    else:  # a block of a streamed run: its parse runs on the other core meanwhile
-        for job in jobs:
-            _fingerprint_chunk(*job)
+    # below _PARALLEL_MIN (a block of a streamed run, whose parse runs on the other core): one thread
+    parallel_map(_fingerprint_chunk, jobs, threads=len(arr) >= _PARALLEL_MIN)
     return out
 
 
-def parallel_map(fn, args: list) -> list:
-    """fn(*a) for each a, on two threads when there are several (numpy releases the GIL in the
-    array operations the callers use)."""
-    if len(args) <= 1:
+def parallel_map(fn, args: list, threads: bool = True) -> list:
+    """fn(*a) for each a, on two threads when there are several and ``threads`` (numpy releases
+    the GIL in the array operations the callers use)."""
+    if len(args) <= 1 or not threads:
         return [fn(*a) for a in args]
     with ThreadPoolExecutor(max_workers=min(len(args), os.cpu_count() or 1, 4)) as pool:
         return list(pool.map(lambda a: fn(*a), args))
