@@ -12,7 +12,10 @@ from typing import Any
 from . import measures as _measures
 from . import provider as _provider
 from .errors import InputError
-from .measures import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, parse_measures
+from .measures import parse_measures
+from .measures.hitrate import HitRate, HitRate_item
+from .measures.mrr import MRR_ignore, MRR_zero
+from .measures.ndcg import NDCG_exp, NDCG_lin
 from .trec_eval_check import crosscheck  # the module (trec_eval_check) has its own name: no clash
 
 __version__ = "0.1.0"

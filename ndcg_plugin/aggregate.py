@@ -1,11 +1,11 @@
-"""Aggregators that ir-measures' mean cannot express.
+"""Per-query values (:class:`Values`) and the aggregators that ir-measures' mean cannot express.
 
 ir-measures aggregates through ``measure.aggregator()``, which sees only the per-query values,
-unchanged. So the per-query value of HitRate_item is an :class:`ItemValue`: a float (the
-per-query ratio) that also carries its numerator and denominator, which :class:`MicroAgg`
-sums. MRR_ignore's "no value" is NaN, which :class:`NanSkipMeanAgg` leaves out (``iter_calc``
-yields no Metric at all for a query with no value for any measure asked: see
-``NdcgPluginEvaluator.metrics``).
+unchanged. So the per-query value of an item-level measure (a micro average) is an
+:class:`ItemValue`: a float (the per-query ratio) that also carries its numerator and
+denominator, which :class:`MicroAgg` sums. The "no value" of a measure that leaves misses out
+is NaN, which :class:`NanSkipMeanAgg` leaves out (``iter_calc`` yields no Metric at all for a
+query with no value for any measure asked: see ``NdcgPluginEvaluator.metrics``).
 
 Aggregation is the aggregator's job, and this module is its one home: :func:`aggregate_arrays`
 gives a measure's aggregate from whole columns of per-query values (the provider, the CLI and
@@ -16,12 +16,23 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 from ir_measures.measures.base import Agg, MeanAgg
 
 
+@dataclass
+class Values:
+    """One measure's per-query values, aligned with the qrels queries (``QrelsIndex.qids``);
+    ``hits``/``returned``: the counts an item-level measure micro-averages."""
+    values: Any                # numpy array
+    hits: Any | None = None
+    returned: Any | None = None
+
+
 class ItemValue(float):
-    """A per-query HitRate_item value: ``hits / returned`` (0.0 when ``returned`` is 0), that
+    """A per-query value of an item-level measure: ``hits / returned`` (0.0 when ``returned`` is 0), that
     remembers ``hits`` and ``returned`` for the micro average."""
 
     def __new__(cls, hits: float, returned: float) -> ItemValue:
@@ -76,7 +87,7 @@ class MicroAgg(ArrayAgg):
     def add(self, value: float) -> None:
         if not isinstance(value, ItemValue):
             raise TypeError(
-                f"HitRate_item's micro average needs per-query values that carry hits and returned "
+                f"an item-level measure's micro average needs per-query values that carry hits and returned "
                 f"counts (ndcg_plugin.aggregate.ItemValue), got a plain {type(value).__name__} {value!r}; "
                 f"a mean of per-query ratios would be a different (macro) average")
         self.hits += value.hits

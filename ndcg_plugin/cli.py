@@ -16,11 +16,11 @@ import ir_measures
 
 from . import cli_parser
 from .errors import DatasetError, InputError
+from .evaluation import Evaluation, ReadOptions, check_provider
 from .formatting import SUMMARY_QID, EvalWriter
-from .measures import ALL, parse_measures, same_as_builtin
-from .provider import evaluate_tables, route
-from .trec_eval_check import DEFAULT_MEASURES, format_rows
+from .measures import examples, parse_measures, registry, same_as_builtin
 from .trec_eval_check import crosscheck as run_crosscheck
+from .trec_eval_check import default_measures, format_rows
 
 
 def _read(data, kind: str, **options):
@@ -60,35 +60,55 @@ class _Progress:
             self.bar.close()
 
 
-def _read_qrels(args, columns: bool = False) -> tuple:
-    """(qrels table, dataset id or None): a file if one exists at that path, else an ir-datasets id.
-    The one way QRELS is read by eval, crosscheck, compare and explain. ``columns``: a file is
-    read into the reader's columns (``reading.read_columns``: for the engine alone, no pandas)."""
+def _qrels_source(args) -> tuple[str | None, str | None]:
+    """(QRELS as a file path, or None; the ir-datasets id, or None): a file if one exists at that
+    path, else an ir-datasets id (loaded by :func:`_qrels`). The one way QRELS is found by eval,
+    crosscheck, compare and explain."""
     if args.qrels == "-" or os.path.exists(args.qrels):
-        if columns:
-            from .reading import read_columns
-            return read_columns(args.qrels, "qrels", duplicates=args.duplicates), None
-        return _read(args.qrels, "qrels", duplicates=args.duplicates), None
+        return args.qrels, None
     from . import datasets
     if datasets.is_dataset_id(args.qrels):
-        return datasets.load_qrels(args.qrels), args.qrels
+        return None, args.qrels
     hint = datasets.did_you_mean(args.qrels) if "/" in args.qrels else ""
     raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)"
                      + hint)
 
 
-def _plugin_counterparts(measures: list) -> list:
-    """The plugin's measures that compute the same thing as official built-in ones."""
-    return [mine for mine in map(same_as_builtin, measures) if mine is not None]
+def _qrels(path: str | None, dataset: str | None):
+    """The file path as is, or the dataset's qrels as a table (ir-datasets reads them)."""
+    if path is not None:
+        return path
+    from . import datasets
+    return datasets.load_qrels(dataset)
 
 
-def _note_other_providers(routed) -> None:
+def _read_qrels(args):
+    """QRELS as a table (see :func:`_qrels_source`)."""
+    path, dataset = _qrels_source(args)
+    return _read(path, "qrels", duplicates=args.duplicates) if path is not None else _qrels(None, dataset)
+
+
+def _dataset_measures(dataset: str | None) -> list:
+    """The official measures of a dataset id, and the plugin's counterparts of those that have one."""
+    if dataset is None:
+        raise UsageError(f"give at least one measure, e.g. {' '.join(examples())} (only a dataset id has "
+                         f"default measures)")
+    from .datasets import official_measures
+    official = _parse_measures(official_measures(dataset))
+    if not official:
+        raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
+    extra = [m for m in (same_as_builtin(m) for m in official) if m is not None and m not in official]
+    note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
+    print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
+          f"{' '.join(map(str, official))}{note}", file=sys.stderr)
+    return official + extra
+
+
+def _note_other_providers(ev: Evaluation) -> None:
     """One stderr line naming the printed measures that a provider other than ndcg-plugin computed."""
-    by_provider: dict = {}
-    for m in routed.others:
-        by_provider.setdefault(routed.routes[m], []).append(str(m))
-    if by_provider:
-        parts = "; ".join(f"{' '.join(ms)} by ir-measures' {p} provider" for p, ms in by_provider.items())
+    by_provider = ev.other_providers()
+    if by_provider and not ev.provider:
+        parts = "; ".join(f"{' '.join(map(str, ms))} by ir-measures' {p} provider" for p, ms in by_provider.items())
         print(f"ndcg-plugin: computed by other providers: {parts}", file=sys.stderr)
 
 
@@ -99,86 +119,37 @@ def cmd_eval(args) -> int:
     writer = EvalWriter(args.output, args.places)
     if args.engine == "spark":
         return _eval_spark(args, measures, writer)
-    opened = None
-    if _streams(args, measures):  # the run's first blocks are parsed while the qrels are read
-        from .reading.ahead import RunFile  # imports what parsing needs, not the engine
-        opened = RunFile(args.run, args.run_format, args.block_size, _progress(args))
+    if args.provider:
+        try:
+            check_provider(args.provider)
+        except ValueError as e:
+            raise UsageError(f"--{e}") from None
+    path, dataset = _qrels_source(args)
+    measures = measures or _dataset_measures(dataset)
+    options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args))
     try:
-        return _eval_tables(args, measures, opened, writer)
-    finally:
-        if opened is not None:
-            opened.close()
-
-
-def _streams(args, measures: list) -> bool:
-    """True when the run file is evaluated as it streams: every measure is the engine's."""
-    if not measures or args.provider or args.block_size <= 0 or args.run == "-":
-        return False
-    try:
-        return all(route(m) == "ndcg_plugin" for m in measures)
-    except ValueError:  # no provider computes one of them: said where the measures are evaluated
-        return False
-
-
-def _progress(args):
-    return _Progress(args.run) if sys.stderr.isatty() else None
-
-
-def _eval_tables(args, measures: list, opened, writer: EvalWriter) -> int:
-    qrels, dataset = _read_qrels(args, columns=opened is not None)  # the engine alone reads them
-    if not measures:
-        if dataset is None:
-            raise UsageError("give at least one measure, e.g. NDCG_exp@10 MRR_zero@10 (only a dataset id "
-                             "has default measures)")
-        from .datasets import official_measures
-        official = _parse_measures(official_measures(dataset))
-        if not official:
-            raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
-        extra = [m for m in _plugin_counterparts(official) if m not in official]
-        measures = official + extra
-        note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
-        print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
-              f"{' '.join(map(str, official))}{note}", file=sys.stderr)
-    if opened is not None:
-        run, options = opened, {"run_format": args.run_format, "duplicates": args.duplicates}
-    elif _streams(args, measures):  # every measure is the engine's: the run file is evaluated as it streams
-        run = args.run
-        options = {"run_format": args.run_format, "duplicates": args.duplicates, "progress": _progress(args),
-                   "block_bytes": args.block_size}
-    else:
-        run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
-                    progress=_progress(args))
-        options = None
-    try:
-        # every measure the plugin's engine computes is computed by it, from the tables read above
-        # (trec_eval's tie rule); the others by ir-measures, named on stderr (--provider: all by one)
-        routed = None if args.provider else evaluate_tables(measures, qrels, run, options)
-        calc = ir_measures.providers.registry[args.provider] if args.provider else None
-        if calc is not None and not calc.is_available():
-            raise UsageError(f"--provider {args.provider} is not available here (its library is not installed: "
-                             f"for ranx, pip install ranx); leave --provider out to use the plugin and ir-measures' "
-                             f"default providers")
-        if routed is not None:
-            _note_other_providers(routed)
-        if args.by_query:
-            aggs = {m: m.aggregator() for m in measures}
-            metrics = routed.iter_calc() if routed is not None else calc.iter_calc(measures, qrels, run)
-            for metric in metrics:
-                aggs[metric.measure].add(metric.value)
-                if not math.isnan(metric.value):  # MRR_ignore: queries without a value are omitted
-                    writer.line(metric.query_id, metric.measure, metric.value)
-            if not args.no_summary:
-                for m in measures:
-                    writer.line(SUMMARY_QID if args.output == "tsv" else None, m, aggs[m].result())
-        else:
-            results = routed.calc_aggregate() if routed is not None else calc.calc_aggregate(measures, qrels, run)
-            for m in measures:
-                writer.line(None, m, results[m])
+        # routed once: every measure the plugin's engine computes is computed by it (trec_eval's tie
+        # rule), the others by ir-measures, named on stderr (--provider: all by that one); a run
+        # file that streams starts parsing now, while the qrels are read
+        with Evaluation(measures, args.run, provider=args.provider, options=options) as ev:
+            _note_other_providers(ev)
+            results = ev.compute(_qrels(path, dataset), per_query=args.by_query)
     except ValueError as e:
         if isinstance(e, InputError):
             raise
         raise UsageError(str(e)) from None
+    if args.by_query:
+        for metric in results.metrics():
+            if not math.isnan(metric.value):  # queries without a value are omitted
+                writer.line(metric.query_id, metric.measure, metric.value)
+    if not (args.by_query and args.no_summary):
+        for m in measures:
+            writer.line(SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results.aggregates[m])
     return 0
+
+
+def _progress(args):
+    return _Progress(args.run) if sys.stderr.isatty() else None
 
 
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
@@ -186,7 +157,7 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     printed exactly as the local engine's."""
     from . import spark as ndcg_spark
     if not measures:
-        raise UsageError("give at least one measure (with --engine spark, e.g. NDCG_exp@10 HitRate_item@10)")
+        raise UsageError(f"give at least one measure (with --engine spark, e.g. {' '.join(examples())})")
     if args.provider or args.duplicates != "error":
         raise UsageError("--engine spark computes every measure itself and refuses repeated (query, doc) pairs; "
                          "drop --provider and --duplicates")
@@ -199,7 +170,7 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
         if args.by_query:
             for qid, values in ev.rows():
                 for m, v in zip(ev.measures, values, strict=True):
-                    if not math.isnan(v):  # MRR_ignore: queries without a value are omitted
+                    if not math.isnan(v):  # queries without a value are omitted
                         writer.line(qid, m, v)
         if not (args.by_query and args.no_summary):
             results = ev.aggregates()
@@ -250,12 +221,12 @@ def cmd_datasets_info(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    measures = _parse_measures(args.measures or list(DEFAULT_MEASURES))
+    measures = _parse_measures(args.measures or list(default_measures()))
     if args.trec_eval and not (os.path.isfile(args.trec_eval) and os.access(args.trec_eval, os.X_OK)):
         raise UsageError(f"--trec-eval {args.trec_eval}: no executable file there; give the path of a trec_eval "
                          "binary, or leave the option out to check against pytrec_eval")
     try:
-        rows = run_crosscheck(_read_qrels(args)[0], args.run, measures, trec_eval=args.trec_eval,
+        rows = run_crosscheck(_read_qrels(args), args.run, measures, trec_eval=args.trec_eval,
                               duplicates=args.duplicates)
     except InputError:
         raise
@@ -274,7 +245,7 @@ def cmd_explain(args) -> int:
     measure = _parse_measures([args.measure])
     if len(measure) != 1:
         raise UsageError("explain takes one measure")
-    qrels, _ = _read_qrels(args)
+    qrels = _read_qrels(args)
     run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
     try:
         print(explain(qrels, run, args.query, measure[0], args.places).text(args.places))
@@ -296,7 +267,7 @@ def cmd_compare(args) -> int:
         raise UsageError(f"run names must differ, got {names}; use --names")
     runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
             for n, r in zip(names, args.runs, strict=True)}
-    qrels, _ = _read_qrels(args)
+    qrels = _read_qrels(args)
     baseline = None
     if args.baseline:
         baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
@@ -319,7 +290,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_measures(args) -> int:
-    for m in ALL:
+    for m in registry.measures():
         print(f"{m.NAME}: {m.SHORT_DESC}")
         for key, info in m.SUPPORTED_PARAMS.items():
             default = "" if info.default is ir_measures.providers.base.NOT_PROVIDED else f" (default {info.default!r})"

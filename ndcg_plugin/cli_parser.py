@@ -8,10 +8,12 @@ from collections.abc import Sequence
 
 import ir_measures
 
+from .errors import BLOCK_BYTES
 from .formatting import OUTPUTS, places_option
-from .trec_eval_check import DEFAULT_MEASURES
+from .measures import examples
+from .trec_eval_check import default_measures
 
-BLOCK_MIB = 16  # the reader's block size (ndcg_plugin.reading.sources.BLOCK_BYTES), in MiB: kept light here
+BLOCK_MIB = BLOCK_BYTES >> 20  # the reader's block size, in MiB
 
 
 def _parents() -> dict[str, argparse.ArgumentParser]:
@@ -34,7 +36,7 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
 
 def _add_eval(sub, parents: dict) -> None:
     e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
-    e.add_argument("measures", nargs="*", help="measures, e.g. NDCG_exp@10 'MRR_zero(rel=2)@10' nDCG@10 AP "
+    e.add_argument("measures", nargs="*", help=f"measures, e.g. {examples()[0]} '{examples()[1]}' nDCG@10 AP "
                    "(default with a dataset id: its official measures)")
     e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
                    help="measures given as options (the form of compare and crosscheck), added to the others")
@@ -59,7 +61,7 @@ def _add_eval(sub, parents: dict) -> None:
 def _add_crosscheck(sub, parents: dict) -> None:
     c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval",
                        parents=[parents["files"], parents["reading"], parents["places"]])
-    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(DEFAULT_MEASURES)})")
+    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(default_measures())})")
     c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
                    "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
     c.set_defaults(handler="crosscheck")
@@ -70,13 +72,13 @@ def _add_compare(sub, parents: dict) -> None:
                        parents=[parents["reading"], parents["places"]])
     c.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
     c.add_argument("runs", nargs="+", help="two or more run files")
-    c.add_argument("-m", "--measures", nargs="+", required=True, help="measures, e.g. NDCG_exp@10 MRR_zero@10")
+    c.add_argument("-m", "--measures", nargs="+", required=True, help=f"measures, e.g. {' '.join(examples())}")
     compare_error = c.error
 
     def error_with_hint(message: str):
         if "required: qrels" in message or "the following arguments are required" in message:
             message += ("; -m takes every word after it as a measure, so put it after the files: "
-                        "ndcg-plugin compare QRELS RUN1 RUN2 -m NDCG_lin@10 MRR_zero@10")
+                        f"ndcg-plugin compare QRELS RUN1 RUN2 -m {' '.join(examples())}")
         compare_error(message)
 
     c.error = error_with_hint
@@ -98,7 +100,7 @@ def _add_explain(sub, parents: dict) -> None:
     x = sub.add_parser("explain", help="show how one query's score is computed",
                        parents=[parents["files"], parents["reading"], parents["places"]])
     x.add_argument("--query", required=True, help="the query id")
-    x.add_argument("-m", "--measure", required=True, help="one plugin measure, e.g. NDCG_exp@10")
+    x.add_argument("-m", "--measure", required=True, help=f"one plugin measure, e.g. {examples()[0]}")
     x.set_defaults(handler="explain")
 
 
@@ -132,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The arguments; eval's measures may also come after options (``eval Q R -p 6 NDCG_lin@10``),
+    """The arguments; eval's measures may also come after options (``eval Q R -p 6 nDCG@10``),
     which argparse alone leaves unrecognized once the positionals before the options are taken."""
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)

@@ -96,6 +96,13 @@ def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.
             table[value].to_numpy())
 
 
+def join_chunks(arrays: list) -> pa.ChunkedArray:
+    """String arrays (Arrow arrays or chunked arrays) joined, in order, into one large-string
+    chunked array without copying their chunks."""
+    chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
+    return pa.chunked_array(chunks, type=pa.large_string())
+
+
 def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     """``arr.take(rows)`` for ascending ``rows``, chunk by chunk (cheaper than Arrow's general
     take on a many-chunk column)."""

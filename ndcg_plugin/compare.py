@@ -3,15 +3,15 @@ paired significance tests against a baseline, with a multiple-comparison correct
 result is a :class:`Comparison`; :mod:`ndcg_plugin.compare_writers` lays it out (Markdown,
 LaTeX booktabs, CSV, JSON lines, a per-query difference plot).
 
-Each measure is computed as ``eval`` computes it (:func:`ndcg_plugin.provider.evaluate_tables`:
+Each measure is computed as ``eval`` computes it (:class:`ndcg_plugin.evaluation.Evaluation`:
 the plugin's engine for the measures it computes, with trec_eval's conventions, ir-measures
-for the others), so a table's numbers are ``eval``'s numbers: HitRate_item's is the micro
-average, MRR_ignore's the mean over the queries with a value.
+for the others), so a table's numbers are ``eval``'s numbers: an item-level measure's is the
+micro average, a measure that leaves misses out gives the mean over the queries with a value.
 
 Tests are paired over the qrels queries, with each measure's own conventions: a query missing
 from a run scores 0 (for the measures the engine computes; another provider's measure pairs
-the queries it yields a value for in both runs), and MRR_ignore pairs only the queries that
-have a value in both runs.
+the queries it yields a value for in both runs), and a measure that leaves misses out pairs
+only the queries that have a value in both runs.
 
 - ``t``: paired t-test (``scipy.stats.ttest_rel``);
 - ``randomization``: Fisher's paired randomization test, two-sided, on the mean difference;
@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from . import reading
+from .evaluation import Evaluation
 from .measures import parse_measures
-from .provider import evaluate_tables
 
 TESTS = ("t", "randomization", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", "none")
@@ -67,9 +67,15 @@ class Comparison:
         return [str(m) for m in self.measures]
 
     @property
+    def valued_only(self) -> list[str]:
+        """The names of the measures that pair only the queries with a value in both runs (those
+        that leave misses out)."""
+        return list(dict.fromkeys(m.NAME for m in self.measures if _may_have_no_value(m)))
+
+    @property
     def pairs_valued_only(self) -> bool:
-        """Whether some measure pairs only the queries with a value in both runs (MRR_ignore)."""
-        return any(_may_have_no_value(m) for m in self.measures)
+        """Whether some measure pairs only the queries with a value in both runs."""
+        return bool(self.valued_only)
 
     def table(self) -> pd.DataFrame:
         """One row per run: the aggregates, then for each non-baseline run the corrected p-value
@@ -92,17 +98,17 @@ class Comparison:
 def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> tuple[dict, dict]:
     """({measure: aggregate}, {measure: pd.Series of per-query values over the qrels queries})
     for one run, both as ``eval`` computes them."""
-    evaluation = evaluate_tables(measures, qrels_table, run)
+    results = Evaluation(measures, run).compute(qrels_table, per_query=True)
     values: dict = {m: {} for m in measures}
-    for metric in evaluation.iter_calc():
+    for metric in results.metrics():
         values[metric.measure][metric.query_id] = float(metric.value)
     qids = sorted(set(qrels_table["query_id"]))
-    aggregates = {str(m): float(v) for m, v in evaluation.calc_aggregate().items()}
+    aggregates = {str(m): float(v) for m, v in results.aggregates.items()}
     return aggregates, {str(m): pd.Series(v, dtype=float).reindex(qids) for m, v in values.items()}
 
 
 def _may_have_no_value(measure) -> bool:
-    """Whether a query may have no value (NaN, the measure's DEFAULT): MRR_ignore."""
+    """Whether a query may have no value (NaN, the measure's DEFAULT): a measure that leaves misses out."""
     return math.isnan(float(getattr(measure, "DEFAULT", 0.0)))
 
 
@@ -189,7 +195,7 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
             continue
         for m in result.measure_names:
             a, b = result.per_query[name][m], result.per_query[baseline][m]
-            both = a.notna() & b.notna()  # MRR_ignore: queries with a value in both runs
+            both = a.notna() & b.notna()  # queries with a value in both runs
             found.append((name, m, *_paired(a[both].to_numpy(), b[both].to_numpy(), test, permutations, seed)))
     adjusted = _correct([f[2] for f in found], correction)
     for (name, m, _, interval), p in zip(found, adjusted, strict=True):

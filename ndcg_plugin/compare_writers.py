@@ -67,7 +67,7 @@ def _footnote(result: Comparison) -> str:
     note = (f"significantly different from {result.baseline} (paired {result.test} test, {result.correction} "
             f"correction, alpha {result.alpha})")
     if result.pairs_valued_only:
-        note += "; MRR_ignore pairs only the queries with a value in both runs"
+        note += f"; {' and '.join(result.valued_only)} pairs only the queries with a value in both runs"
     return note
 
 

@@ -1,5 +1,5 @@
 """Generate docs/measures.md from the measures' own names, docstrings and parameter
-descriptions, so the page cannot drift from the code:
+descriptions, and the families' own convention rows, so the page cannot drift from the code:
 
     python -m ndcg_plugin.docs > docs/measures.md
 """
@@ -9,7 +9,7 @@ import inspect
 
 from ir_measures.providers.base import NOT_PROVIDED
 
-from .measures import ALL
+from .measures import registry
 
 CONVENTIONS = """\
 ## Conventions (all measures; trec_eval's behaviour is the default)
@@ -17,26 +17,24 @@ CONVENTIONS = """\
 | question | answer | test |
 |---|---|---|
 | order within a query | score descending, ties by doc id descending (string order); the rank column is ignored | `test_ties_broken_by_doc_id_descending`, `test_rank_column_is_ignored` |
-| query in the qrels, absent from the run | scores 0 (trec_eval `-c`); no value for MRR_ignore | `test_query_missing_from_run_scores_zero` |
+| query in the qrels, absent from the run | scores 0 (trec_eval `-c`); no value for a measure that leaves misses out | `test_query_missing_from_run_scores_zero` |
 | query in the run, absent from the qrels | ignored | `test_run_query_not_in_qrels_is_ignored` |
-| query with no returned docs (HitRate_item) | per-query value 0; adds 0 hits and 0 docs to the micro average | `test_query_with_no_returned_docs_adds_nothing_to_hitrate_item` |
 | negative relevance labels | gain 0, never relevant, left out of the ideal ranking | `test_negative_relevance_has_gain_zero_and_is_not_relevant` |
-| query whose qrels have no relevant doc | 0 on NDCG (IDCG = 0), HitRate, MRR_zero; no value on MRR_ignore | `test_query_without_relevant_docs_scores_zero_and_has_no_mrr_ignore_value` |
+| query whose qrels have no relevant doc | 0 (for NDCG: IDCG = 0); no value for a measure that leaves misses out | `test_query_without_relevant_docs_scores_zero_and_has_no_mrr_ignore_value` |
 | relevance threshold (`rel`) | label >= rel is relevant (TREC DL binary measures use rel=2); NDCG grades are not thresholded | `test_rel_threshold_counts_labels_at_or_above` |
-| NDCG ideal ranking | `ideal='qrels'`: all judged docs (trec_eval); `ideal='run'`: every doc the run retrieved, not only its top k | `test_ideal_from_qrels_uses_all_judged_docs`, `test_ideal_from_run_uses_all_retrieved_docs_not_only_top_k` |
-| NDCG gains | linear `rel` or `2^rel - 1`; `gains={rel: gain}` overrides listed labels >= 0; the ideal ranking uses positive gains only, sorted by gain | `test_gains_override_listed_labels_only`, `test_exponential_gain_is_2_pow_rel_minus_1` |
 | `judged_only` | unjudged docs (and negative labels) are dropped before ranking and cutting, as trec_eval `-J` | `test_judged_only_drops_unjudged_docs_before_cutting` |
-| cutoff | required for HitRate and MRR; NDCG without one uses the whole list | `test_cutoff_required_for_hitrate_and_mrr`, `test_ndcg_without_cutoff_uses_the_whole_list` |
+| cutoff | required where the measure's parameters say so (above); NDCG without one uses the whole list | `test_cutoff_required_for_hitrate_and_mrr`, `test_ndcg_without_cutoff_uses_the_whole_list` |
 | fields in a file | separated by any run of ASCII whitespace (space, tab, `\\v`, `\\f`, `\\r`), blanks at either end ignored; non-ASCII spaces and `#` inside ids are part of the id | `test_a_blank_before_a_tab_is_part_of_the_separator_not_of_the_doc_id`, `test_unicode_whitespace_inside_an_id_is_part_of_the_id_on_both_paths` |
 | comment and blank lines | skipped: in runs a line whose first non-blank character is `#`, in qrels `#` in column 0 | `test_comment_and_blank_lines_in_runs_are_skipped`, `test_qrels_comment_in_column_0_is_skipped_not_read_as_a_query` |
 | number syntax | labels and ranks `[+-]digits`, scores decimal with optional exponent; anything trec_eval's `atof`/`atol` would read differently (`1_0`, `0x10`, `1.5abc`) is an error naming the line | `test_numbers_outside_trec_eval_syntax_are_refused_not_read_differently` |
 | duplicate (query, doc) pairs | an error naming both lines (trec_eval refuses them); `duplicates='first'` or `'max'` keeps one | `test_duplicate_run_pairs_are_an_error_naming_both_lines`, `test_duplicate_qrels_pairs_are_an_error_naming_both_lines`, `test_duplicates_keep_first_or_max_when_asked` |
-| qrels query with no judgments (`{"q2": {}}`, dict input) | a qrels query without a relevant doc: it counts, and scores 0 (no MRR_ignore value), as pytrec_eval counts it | `test_qrels_query_without_judgments_counts_as_a_query_without_relevant_docs` |
+| qrels query with no judgments (`{"q2": {}}`, dict input) | a qrels query without a relevant doc: it counts, and scores 0 (no value for a measure that leaves misses out), as pytrec_eval counts it | `test_qrels_query_without_judgments_counts_as_a_query_without_relevant_docs` |
 | accepted `rel` | an integer >= 1: 0 would count judged non-relevant docs as relevant, a negative value negative labels, which are never relevant | `test_bad_parameters_are_clear_errors`, `test_accepted_rel_and_gains_values` |
 | accepted `gains` | keys: labels >= 0 (negative labels always have gain 0); values: any finite number; a negative gain lowers DCG, and only positive gains enter the ideal ranking | `test_accepted_rel_and_gains_values` |
 | query ids | matched as strings (`str(id)` for integers); yielded as given in the qrels, so an integer id stays the integer the other providers of the same call see; an integer and a string id of one query are refused | `test_one_id_type_when_mixed_with_builtins`, `test_integer_ids_in_a_dict_or_namedtuples_are_yielded_as_given`, `test_integer_and_string_ids_of_one_query_are_refused` |
 | warnings | run queries absent from the qrels: one RuntimeWarning per evaluation (`warnings.warn`, filterable as usual) | `test_warns_at_most_once_per_evaluation` |
 | built-in measures | computed by the provider that computes them without the plugin (same numbers, errors, warnings, order); the plugin's engine serves them only when asked (below) | `test_builtins_identical_with_and_without_the_plugin`, `test_builtins_are_not_served_by_default` |
+{family_rows}
 
 Known differences from trec_eval, on purpose: trec_eval's `ndcg` gain map sorts gains with an
 integer comparison, so gains less than 1 apart can be ordered wrongly in its ideal ranking; the
@@ -104,16 +102,17 @@ def _param_rows(measure) -> list[str]:
 
 
 def measures_markdown() -> str:
+    ours = registry.measures()
     out = ["# Measures", "",
            "Generated by `python -m ndcg_plugin.docs` from the measures' own definitions; do not edit by hand.",
            "", "| measure | what | trec_eval counterpart |", "|---|---|---|"]
-    for m in ALL:
+    for m in ours:
         out.append(f"| `{m.NAME}` | {m.SHORT_DESC} | {m.TREC_EVAL} |")
     out.append("")
     seen_docs: set[str] = set()
-    for m in ALL:
+    for m in ours:
         out += [f"## {m.NAME}: {m.PRETTY_NAME}", "", m.SHORT_DESC, ""]
-        doc = inspect.cleandoc(m.__doc__ or "")
+        doc = inspect.getdoc(type(m)) or ""  # the family's formula, on the measures' common class
         if doc in seen_docs:
             out += [f"Same family as above (variant `{m.VARIANT}`); formula above.", ""]
         else:
@@ -121,7 +120,8 @@ def measures_markdown() -> str:
             out += ["```", doc, "```", ""]
         out += _param_rows(m)
         out += ["", f"trec_eval counterpart: {m.TREC_EVAL}. Example: `{m @ 10}`", ""]
-    out.append(CONVENTIONS)
+    family_rows = "".join(row + "\n" for f in registry.families() for row in f.conventions)
+    out.append(CONVENTIONS.replace("{family_rows}\n", family_rows))
     out.append(BUILTINS)
     return "\n".join(out)
 

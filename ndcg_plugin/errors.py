@@ -6,6 +6,7 @@ from typing import Literal
 
 Kind = Literal["qrels", "run"]
 VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
+BLOCK_BYTES = 1 << 24  # the reader's block: 16 MiB of text (ndcg_plugin.reading.sources)
 
 
 class InputError(ValueError):
@@ -24,3 +25,8 @@ class InputError(ValueError):
 
 class DatasetError(ValueError):
     """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""
+
+
+class Unsupported(ValueError):
+    """A measure family, or a variant of one, that a backend does not implement: refused by name,
+    never computed as something else."""

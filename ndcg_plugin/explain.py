@@ -1,11 +1,12 @@
 """Explain one query's score, the way the NDCG tutorials lay it out.
 
-For each rank: doc id, score, relevance, gain, discount 1/log2(rank+1), contribution and
-cumulative DCG; the ideal ranking with its IDCG; the ratio. For MRR the first relevant rank,
-for HitRate the hits. Tied scores are listed with the order trec_eval gives them. Every number
-comes from the engine itself (:func:`ndcg_plugin.engine.explain_query`, built from what
-:func:`ndcg_plugin.engine.compute` uses), so the explanation and the score cannot disagree;
-this module only lays them out.
+For each rank: doc id, score, relevance, then what the measure's family adds (for NDCG: gain,
+discount 1/log2(rank+1), contribution and cumulative DCG, the ideal ranking with its IDCG and
+the ratio; for the others the relevant rows and the first relevant rank or the hits). Tied
+scores are listed with the order trec_eval gives them. The rows and the value come from the
+engine itself (:func:`ndcg_plugin.engine.explain_query`, built from what
+:func:`ndcg_plugin.engine.compute` uses), so the explanation and the score cannot disagree; each
+family lays out its own part (:meth:`ndcg_plugin.measures.Family.explain`).
 """
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ import pandas as pd
 
 from . import engine, reading
 from .formatting import format_value
-from .measures import ALL, PluginMeasure
-from .specs import spec_of
+from .measures import PluginMeasure, family, measures, spec_of
 
 
 @dataclass
@@ -29,8 +29,8 @@ class Explanation:
     query_id: str
     measure: str
     value: float
-    ranking: pd.DataFrame          # rank, doc_id, score, relevance, gain, discount, contribution, dcg
-    ideal: pd.DataFrame | None     # rank, relevance, gain, contribution, idcg (NDCG only)
+    ranking: pd.DataFrame          # rank, doc_id, score, relevance, and the family's columns
+    ideal: pd.DataFrame | None     # the ideal ranking, where the family has one (NDCG)
     ties: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
 
@@ -53,8 +53,10 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) 
     if isinstance(measure, str):
         measure = ir_measures.parse_measure(measure)
     if not isinstance(measure, PluginMeasure):
-        raise ValueError(f"explain covers the plugin's measures ({', '.join(m.NAME for m in ALL)}); got {measure}")
+        names = ", ".join(m.NAME for m in measures())
+        raise ValueError(f"explain covers the plugin's measures ({names}); got {measure}")
     spec = spec_of(measure)
+    owner = family(spec.family)
     qrels_t = reading.read(qrels, "qrels")
     run_t = reading.read(run, "run")
     if query_id not in set(qrels_t["query_id"]):
@@ -65,60 +67,11 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) 
     table = pd.DataFrame({"rank": np.arange(1, len(t.doc_id) + 1), "doc_id": pd.Series(t.doc_id, dtype=object),
                           "score": t.score, "relevance": labels})
     shown = table[t.top].assign(rank=t.rank[t.top])
-    lay_out = _LAYOUTS.get(spec.family, _relevant_rows)
     num = partial(format_value, places=places)
-    shown, ideal, summary = lay_out(t, shown, measure, num)
+    shown, ideal, summary = owner.explain(t, shown, measure, num)
     summary.append(f"{measure} = {num(t.value)}" if not math.isnan(t.value) else f"{measure}: no value")
     return Explanation(query_id, str(measure), t.value, shown.reset_index(drop=True), ideal,
                        _ties(t.score, t.doc_id, spec.cutoff), summary)
-
-
-def _ndcg(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
-    """The rows' gains, discounts and contributions; the ideal ranking; DCG / IDCG."""
-    contribution = t.contribution[t.top]
-    shown = shown.assign(gain=t.gain[t.top], discount=t.discount[t.top], contribution=contribution,
-                         dcg=np.cumsum(contribution))
-    ideal = pd.DataFrame({"rank": np.arange(1, len(t.ideal_gain) + 1), "gain": t.ideal_gain,
-                          "contribution": t.ideal_contribution, "idcg": np.cumsum(t.ideal_contribution)})
-    at = f"@{t.spec.cutoff}" if t.spec.cutoff else ""
-    ratio = "DCG / IDCG = " + num(t.dcg / t.idcg) if t.idcg > 0 else "0 (IDCG = 0)"
-    return shown, ideal, [f"DCG{at} = {num(t.dcg)}, IDCG{at} = {num(t.idcg)}, NDCG{at} = {ratio}"]
-
-
-def _relevant_rows(t: engine.QueryTrace, shown: pd.DataFrame, measure, num=None) -> tuple:
-    """The rows marked relevant (label >= rel) or not; no summary line of its own."""
-    return shown.assign(relevant=np.where(t.relevant[t.top], "yes", "")), None, []
-
-
-def _mrr(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
-    """The first relevant rank within the cutoff, or what a miss gives (the measure's DEFAULT)."""
-    shown, _, summary = _relevant_rows(t, shown, measure, num)
-    k, rel = t.spec.cutoff, t.spec.rel
-    ranks = t.rank[t.top & t.relevant]
-    if len(ranks):
-        first = int(ranks[0])
-        summary.append(f"first relevant (rel >= {rel}) rank within {k}: {first}; RR = 1/{first} = {num(1 / first)}")
-    else:
-        miss = (f"no value ({measure.NAME} leaves the query out)" if math.isnan(measure.DEFAULT)
-                else f"{measure.DEFAULT:g} ({measure.NAME})")
-        summary.append(f"no relevant doc (rel >= {rel}) in the top {k}: {miss}")
-    return shown, None, summary
-
-
-def _hitrate(t: engine.QueryTrace, shown: pd.DataFrame, measure, num) -> tuple:
-    """The hits within the cutoff; for an item-level measure, over the docs returned there."""
-    shown, _, summary = _relevant_rows(t, shown, measure, num)
-    k, hits, n = t.spec.cutoff, int((t.top & t.relevant).sum()), len(shown)
-    if t.hits is None:
-        summary.append(f"hits in the top {k}: {hits}; {measure.NAME} = {1 if hits else 0}")
-    else:
-        summary.append(f"hits in the top {k}: {hits} of {n} returned; {measure.NAME} = "
-                       f"{hits}/{n} = {num(hits / n if n else 0)}")
-    return shown, None, summary
-
-
-# how each family is laid out; a family without an entry gets its rows marked relevant or not
-_LAYOUTS = {"ndcg": _ndcg, "mrr": _mrr, "hitrate": _hitrate}
 
 
 def _ties(scores: np.ndarray, docs: list, k: int | None) -> list[str]:

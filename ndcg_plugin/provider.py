@@ -1,14 +1,15 @@
-"""The ir-measures provider ``ndcg_plugin``: adapts ir-measures' calls to the engine.
+"""The ir-measures provider ``ndcg_plugin``: the adapter from ir-measures' calls to the engine
+(the computing is :mod:`ndcg_plugin.evaluation`'s and the engine's).
 
 By default (``import ndcg_plugin``) the provider sits last in ``ir_measures.DefaultPipeline``
-and serves only the plugin's six measures: every built-in measure is computed by the provider
+and serves only the plugin's measures: every built-in measure is computed by the provider
 that computes it without the plugin (same numbers, errors, warnings and order). Built-ins are
 served by the plugin's engine only when asked for:
 
 - ``ndcg_plugin.register(serve_builtins=True)``: the provider moves first in the pipeline and
-  also serves the built-ins it computes (:data:`BUILTINS`);
+  also serves the built-ins the families compute (``nDCG``, ``RR``, ``Success``);
 - by name: ``ir_measures.providers.registry["ndcg_plugin"]``;
-- the CLI (``ndcg-plugin eval``), through :func:`evaluate_tables`.
+- the CLI (``ndcg-plugin eval``), through :class:`ndcg_plugin.evaluation.Evaluation`.
 
 Where the plugin's numbers or errors then differ from pytrec_eval's is listed in
 ``docs/measures.md`` (:data:`ndcg_plugin.docs.BUILTIN_DIFFERENCES`).
@@ -25,20 +26,16 @@ from typing import Any as AnyValue
 
 import ir_measures
 from ir_measures import Metric
-from ir_measures import measures as irm
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from .aggregate import aggregate_arrays, per_query_values
-from .measures import ALL, PluginMeasure
-from .specs import Spec, spec_of
+from . import evaluation
+from .errors import InputError
+from .measures import PluginMeasure, registry, spec_of
 
 if TYPE_CHECKING:
-    import pandas as pd
 
-    from . import engine
+    from .ranking import QrelsIndex
 
-#: the built-in measures the engine computes (parameters checked by :func:`specs.spec_of`)
-BUILTINS = ("nDCG", "RR", "Success")
 
 # A qrels query with no judgments (``{"q2": {}}``) is a qrels query without a relevant
 # document: it counts, and scores 0 (no value for MRR_ignore), as pytrec_eval counts it. The
@@ -54,12 +51,11 @@ class NdcgPluginProvider(Provider):
     ``duplicates`` ("error", "first" or "max") is applied to repeated (query, doc) pairs in
     qrels and runs; ``run_format`` ("auto", "trec", "msmarco") to run files given by path.
     """
-    NAME = "ndcg_plugin"
-    SUPPORTED_MEASURES = [
-        *(type(m)(**{k: Any() for k in m.SUPPORTED_PARAMS}) for m in ALL),
-        irm.nDCG(cutoff=Any(), dcg=Any(), gains=Any(), judged_only=Any()),  # the public measures, called
-        irm.RR(cutoff=Any(), rel=Any(), judged_only=Any()),                 # with parameters
-        irm.Success(cutoff=Any(), rel=Any(), judged_only=Any()),
+    NAME = evaluation.ENGINE
+    SUPPORTED_MEASURES = [  # the plugin's measures and the built-ins the families compute, with any parameters
+        *(type(m)(**{k: Any() for k in m.SUPPORTED_PARAMS}) for m in registry.measures()),
+        *(type(b)(**{k: Any() for k in b.SUPPORTED_PARAMS}) for f in registry.families() for name in f.builtins
+          for b in [ir_measures.measures.registry[name]]),
     ]
 
     def __init__(self, duplicates: str = "error", run_format: str = "auto"):
@@ -69,22 +65,15 @@ class NdcgPluginProvider(Provider):
 
     def supports(self, measure) -> bool:
         """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins
-        whose parameters the engine computes as pytrec_eval defines them (see specs.spec_of)."""
-        if isinstance(measure, PluginMeasure):
-            measure.validate_params()
-            return True
-        if getattr(measure, "NAME", None) not in BUILTINS:
-            return False
-        try:
-            spec_of(measure)
-        except ValueError:
-            return False
-        return True
+        whose parameters the engine computes as pytrec_eval defines them."""
+        return evaluation.engine_computes(measure)
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
-        from . import engine, reading  # imported on use: `import ndcg_plugin` stays light
+        from . import reading  # imported on use: `import ndcg_plugin` stays light
+        from .ranking import QrelsIndex
         measures = list(dict.fromkeys(measures))
-        specs = {m: _spec(m) for m in measures}
+        for m in measures:
+            _check(m)
         qrels, ids = _query_ids(qrels)
         table = reading.read(qrels, "qrels", duplicates=self.duplicates)
         if ids.without_judgments:
@@ -96,15 +85,16 @@ class NdcgPluginProvider(Provider):
                 "doc_id": np.array([_NO_JUDGMENT_DOC] * len(ids.without_judgments), dtype=object),
                 "relevance": np.full(len(ids.without_judgments), _NO_JUDGMENT_LABEL, dtype=np.int64)})],
                 ignore_index=True)
-        return NdcgPluginEvaluator(measures, engine.QrelsIndex(table), specs, self, ids.originals)
+        return NdcgPluginEvaluator(measures, QrelsIndex(table), self, ids.originals)
 
 
-def _spec(measure) -> Spec:
-    """specs.spec_of, with a message naming the provider for measures it does not compute."""
-    if not isinstance(measure, PluginMeasure) and getattr(measure, "NAME", None) not in BUILTINS:
-        names = ", ".join([m.NAME for m in ALL] + list(BUILTINS))
+def _check(measure) -> None:
+    """A ValueError naming the provider for a measure no family computes, or saying why the engine
+    does not compute a built-in one with these parameters."""
+    if not isinstance(measure, PluginMeasure) and registry.builtin_family(measure) is None:
+        names = ", ".join([m.NAME for m in registry.measures()] + [b for f in registry.families() for b in f.builtins])
         raise ValueError(f"the ndcg_plugin provider does not compute {measure}; it computes {names}")
-    return spec_of(measure)
+    spec_of(measure)
 
 
 class _QueryIds:
@@ -154,7 +144,6 @@ def _originals(ids: list) -> dict | None:
     types read as the same query (``1`` and ``"1"``) are refused: one result, one id type."""
     import numpy as np
 
-    from . import reading  # imported on use: `import ndcg_plugin` stays light
     if all(isinstance(q, str) for q in ids):
         return None
     seen: dict = {}
@@ -163,7 +152,7 @@ def _originals(ids: list) -> dict | None:
         if not isinstance(key, str):
             continue  # not an id reading.read accepts: it says so
         if key in seen and (type(seen[key]) is not type(q) or seen[key] != q):
-            raise reading.InputError("qrels", None, f"query ids {seen[key]!r} ({type(seen[key]).__name__}) and {q!r} "
+            raise InputError("qrels", None, f"query ids {seen[key]!r} ({type(seen[key]).__name__}) and {q!r} "
                                 f"({type(q).__name__}) are both query {key!r}; give every query id one type")
         seen.setdefault(key, q.item() if isinstance(q, np.generic) else q)
     return seen
@@ -172,65 +161,32 @@ def _originals(ids: list) -> dict | None:
 class NdcgPluginEvaluator(Evaluator):
     """Holds the indexed qrels; ``iter_calc`` / ``calc_aggregate`` may be called on many runs."""
 
-    def __init__(self, measures, index: engine.QrelsIndex, specs: dict, provider: NdcgPluginProvider,
-                 originals: dict | None = None):
+    def __init__(self, measures, index: QrelsIndex, provider: NdcgPluginProvider, originals: dict | None = None):
         self.index = index
-        self.specs = specs
         self.provider = provider
         # query ids as given in the qrels, aligned with index.qids
         self.query_ids = list(index.qids) if originals is None else [originals.get(q, q) for q in index.qids]
         super().__init__(measures, set(self.query_ids))
 
     def values(self, run) -> dict:
-        """Per-query values for each measure, as engine.Values aligned with ``self.index.qids``."""
+        """Per-query values for each measure, as ``aggregate.Values`` aligned with ``self.index.qids``."""
         from . import reading  # imported on use: `import ndcg_plugin` stays light
         table, groups = reading.read_grouped(run, "run", run_format=self.provider.run_format,
                                              duplicates=self.provider.duplicates)
-        return self.values_of_table(table, groups)
-
-    def values_of_table(self, table: pd.DataFrame, groups: tuple | None = None) -> dict:
-        """As :meth:`values`, for a table already read by :func:`ndcg_plugin.read` (``groups``:
-        the group codes :func:`ndcg_plugin.reading.read_grouped` gave with it, if any)."""
-        from . import engine  # imported on use: `import ndcg_plugin` stays light
-        results = engine.compute(self.index, table, self.specs.values(), groups=groups)
-        return {m: results[s] for m, s in self.specs.items()}
+        return evaluation.engine_values(self.index, table, self.measures, groups)
 
     def iter_calc(self, run) -> Iterator[Metric]:
         # not Evaluator.iter_calc: it would fill the queries metrics() leaves out with the
-        # measure's DEFAULT (NaN for MRR_ignore), and it hashes every (measure, query) pair
+        # measure's DEFAULT (NaN for a measure that leaves misses out), and it hashes every
+        # (measure, query) pair
         return self._iter_calc(run)
 
     def calc_aggregate(self, run) -> dict:
-        """Aggregates straight from the per-query arrays (see :meth:`aggregate`)."""
-        return self.aggregate(self.values(run))
-
-    @staticmethod
-    def aggregate(values: dict) -> dict:
-        """Each measure's aggregate from its per-query values, with its own aggregator (mean;
-        micro average for HitRate_item; mean of the values for MRR_ignore)."""
-        return {measure: aggregate_arrays(measure, vals.values, vals.hits, vals.returned)
-                for measure, vals in values.items()}
+        """Aggregates straight from the per-query arrays."""
+        return evaluation.aggregate(self.values(run))
 
     def _iter_calc(self, run) -> Iterator[Metric]:
-        return self.metrics(self.values(run))
-
-    def metrics(self, per_measure: dict) -> Iterator[Metric]:
-        """Per-query Metrics from :meth:`values`: by query (string order), then measure.
-
-        A query with no value for any of the measures (only MRR_ignore lacks values: no
-        relevant doc in the top k) yields no Metric, so that consumers that average the values
-        they get (PyTerrier's ``pt.Experiment``) average over the queries that have one. A
-        query with a value for some measure yields one Metric per measure, NaN where it has
-        none, so that every query they get has every measure (``pt.Experiment`` needs that).
-        ir-measures' aggregators skip the NaN: both give the aggregate of calc_aggregate."""
-        columns = [(measure, per_query_values(vals.values, vals.hits, vals.returned))
-                   for measure, vals in per_measure.items()]
-        for i, qid in enumerate(self.query_ids):
-            row = [(measure, col[i]) for measure, col in columns]
-            if all(v != v for _, v in row):  # NaN everywhere: no value for this query
-                continue
-            for measure, value in row:
-                yield Metric(query_id=qid, measure=measure, value=value)
+        return evaluation.metrics(self.values(run), self.query_ids)
 
 
 class PipelineView(Provider):
@@ -250,7 +206,7 @@ class PipelineView(Provider):
         return self.serve_builtins and self.provider.supports(measure)
 
     def _evaluator(self, measures, qrels):
-        return self.provider._evaluator(measures, qrels)
+        return self.provider.evaluator(measures, qrels)
 
 
 def register(serve_builtins: bool = False) -> NdcgPluginProvider:
@@ -270,74 +226,3 @@ def register(serve_builtins: bool = False) -> NdcgPluginProvider:
     else:
         pipeline.append(view)
     return provider
-
-
-def route(measure) -> str:
-    """The provider that computes ``measure`` in ``ndcg-plugin eval``: ``"ndcg_plugin"`` for
-    every measure the engine computes, else the first provider of ir-measures' DefaultPipeline
-    that supports it (raises ValueError when none does)."""
-    if NdcgPluginProvider().supports(measure):
-        return NdcgPluginProvider.NAME
-    for p in ir_measures.DefaultPipeline.providers:
-        if getattr(p, "NAME", None) != NdcgPluginProvider.NAME and p.supports(measure) and p.is_available():
-            return p.NAME
-    raise ValueError(f"no ir-measures provider computes {measure}")
-
-
-class TableEvaluation:
-    """Measures on tables already read by :func:`ndcg_plugin.read` (the CLI): the measures the
-    engine computes (the plugin's and the built-ins of :data:`BUILTINS`) are computed from the
-    tables directly, with trec_eval's tie rule; the others by ir-measures' DefaultPipeline.
-
-    ``run`` may also be the path of a run file (or a :class:`ndcg_plugin.stream.RunFile`) when
-    every measure is the engine's
-    (:attr:`streams`): it is then evaluated as it streams (:func:`ndcg_plugin.stream.compute_file`,
-    with ``stream_options``), in memory bounded by the block size."""
-
-    def __init__(self, measures: list, qrels, run, stream_options: dict | None = None):
-        self.measures = list(measures)
-        self.qrels, self.run = qrels, run
-        self.stream_options = stream_options or {}
-        self.routes = {m: route(m) for m in self.measures}
-        self.mine = [m for m in self.measures if self.routes[m] == NdcgPluginProvider.NAME]
-        self.others = [m for m in self.measures if self.routes[m] != NdcgPluginProvider.NAME]
-        if self.streams and self.others:
-            raise ValueError("a run file can be streamed only when the plugin's engine computes every measure")
-
-    @property
-    def streams(self) -> bool:
-        from .reading.ahead import RunFile
-        return isinstance(self.run, (str, os.PathLike, RunFile))
-
-    def _evaluator(self) -> NdcgPluginEvaluator:
-        from . import engine  # imported on use: `import ndcg_plugin` stays light
-        specs = {m: spec_of(m) for m in self.mine}
-        return NdcgPluginEvaluator(self.mine, engine.QrelsIndex(self.qrels), specs, NdcgPluginProvider())
-
-    def _values(self, ev: NdcgPluginEvaluator) -> dict:
-        if not self.streams:
-            return ev.values_of_table(self.run)
-        from .stream import compute_file
-        results = compute_file(ev.index, self.run, ev.specs.values(), **self.stream_options)
-        return {m: results[s] for m, s in ev.specs.items()}
-
-    def calc_aggregate(self) -> dict:
-        out = {}
-        if self.mine:
-            ev = self._evaluator()
-            out.update(ev.aggregate(self._values(ev)))
-        if self.others:
-            out.update(ir_measures.calc_aggregate(self.others, self.qrels, self.run))
-        return out
-
-    def iter_calc(self) -> Iterator[Metric]:
-        if self.mine:
-            ev = self._evaluator()
-            yield from ev.metrics(self._values(ev))
-        if self.others:
-            yield from ir_measures.iter_calc(self.others, self.qrels, self.run)
-
-
-def evaluate_tables(measures: list, qrels, run, stream_options: dict | None = None) -> TableEvaluation:
-    """See :class:`TableEvaluation`."""
-    return TableEvaluation(measures, qrels, run, stream_options)

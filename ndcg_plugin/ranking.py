@@ -1,14 +1,13 @@
-"""Ranking a run as trec_eval does, on columns: the run's rows joined to the qrels queries,
-cut to the rows that can rank within the deepest cutoff, ordered by score descending then doc
-id descending (trec_eval's tie rule), relevance joined where needed. :mod:`ndcg_plugin.engine`
-computes every measure from the :class:`RankedRun` this gives.
-
-The qrels index (``index``) is :class:`ndcg_plugin.engine.QrelsIndex`: its ``code_of``,
-``keys``, ``doc_values``, ``ndocs``, ``rel`` and ``nq``.
+"""Ranking a run as trec_eval does, on columns: the qrels indexed once (:class:`QrelsIndex`),
+the run's rows joined to the qrels queries, cut to the rows that can rank within the deepest
+cutoff, ordered by score descending then doc id descending (trec_eval's tie rule), relevance
+joined where needed. :mod:`ndcg_plugin.engine` hands the :class:`RankedRun` this gives to each
+measure family.
 """
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +15,44 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import columns_of, from_numpy, group_codes, take_sorted, to_numpy
+from .columns import as_arrow_strings, columns_of, factorize, from_numpy, group_codes, take_sorted, to_numpy
+
+
+class QrelsIndex:
+    """Qrels prepared once, reusable for any number of runs: query ids sorted as strings
+    (trec_eval's output order; ``qids``), doc ids factorized, (query, doc) packed into sorted
+    int64 ``keys`` with their labels ``rel`` and query codes ``key_q``."""
+
+    def __init__(self, qrels: Any):
+        qids, docs, rel = columns_of(qrels, "relevance")
+        uniques = qids.unique()
+        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
+        self.qids = np.array(self.qid_values.to_pylist(), dtype=object)
+        self.q = self.code_of(qids)
+        doc_codes, doc_uniques = factorize(docs)
+        self.doc_values = doc_uniques
+        self.ndocs = max(len(doc_uniques), 1)
+        keys = self.q * self.ndocs + doc_codes
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.rel = np.asarray(rel, dtype=np.int64)[order]
+        self.key_q = self.q[order]
+        self._memo: dict = {}
+
+    def code_of(self, values: Any) -> np.ndarray:
+        """Code (position in ``qids``) of each query id, -1 for ids not in the qrels."""
+        return to_numpy(pc.index_in(as_arrow_strings(values), value_set=self.qid_values), null=-1).astype(np.int64)
+
+    @property
+    def nq(self) -> int:
+        return len(self.qids)
+
+    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per ``key`` for this index (a family's per-query arrays that depend
+        on the qrels alone, such as an ideal DCG)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
 
 def group_ranks(group: np.ndarray) -> np.ndarray:
@@ -45,6 +81,14 @@ class RankedRun:
     pool_q: np.ndarray
     pool_rel: np.ndarray
     nq: int
+
+    def relevant(self, rel: int) -> np.ndarray:
+        """Rows judged with a label >= ``rel``."""
+        return self.judged & (self.rel >= rel)
+
+    def in_top(self, cutoff: int | None) -> np.ndarray:
+        """Rows ranked within ``cutoff`` (all rows for None)."""
+        return self.rank < cutoff if cutoff is not None else np.ones(len(self.rank), dtype=bool)
 
 
 @dataclass
@@ -78,7 +122,7 @@ class Rows:
         valid = self.group_q >= 0
         return np.bincount(self.group_q[valid], weights=self.sizes[valid], minlength=nq).astype(np.int64)
 
-    def judge(self, index: Any) -> Rows:
+    def judge(self, index: QrelsIndex) -> Rows:
         """Look each doc up in the qrels (hash probes into the small qrels, then the packed
         (query, doc) keys): sets ``rel`` (0 where unjudged) and ``judged``."""
         if self.rel is not None:
@@ -102,14 +146,15 @@ def report_unmatched(unmatched: int, total: int) -> None:
     """A warning (shown once per message) when run queries are not in the qrels."""
     if total and unmatched == total:
         warnings.warn(f"0 of {total} run queries are in the qrels: no query in common, so every qrels query "
-                      f"scores 0 (MRR_ignore has no value); are these the right qrels for this run?",
+                      f"scores 0 (or has no value, for a measure that leaves misses out); are these the right "
+                      f"qrels for this run?",
                       RuntimeWarning, stacklevel=2)  # one location: shown once
     elif unmatched:
         warnings.warn(f"{unmatched} of {total} run queries are not in the qrels and are ignored, as trec_eval "
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def join(index: Any, run, counts: list | None = None, groups: tuple | None = None) -> Rows:
+def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None) -> Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
     qids, docs, score = columns_of(run, "score")
@@ -201,7 +246,7 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.
     return order
 
 
-def rank_rows(rows: Rows, depth: int | None, index: Any) -> RankedRun:
+def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     nq = index.nq
     returned = rows.returned(nq)
     top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())

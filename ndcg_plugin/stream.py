@@ -27,12 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, ranking, reading
-from .columns import group_codes, to_numpy
+from .aggregate import Values
+from .columns import group_codes, join_chunks, to_numpy
+from .ranking import QrelsIndex
 from .reading.ahead import ReadAhead, RunFile
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
-from .reading.sources import BLOCK_BYTES, source_name
+from .reading.sources import BLOCK_BYTES
 
 
 class _Regrouped(Exception):
@@ -42,12 +44,7 @@ class _Regrouped(Exception):
 def _concat(a: Parsed | None, b: Parsed) -> Parsed:
     if a is None:
         return b
-
-    def strings(x, y):
-        chunks = [c for arr in (x, y) for c in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr])]
-        return pa.chunked_array(chunks, type=pa.large_string())
-
-    return Parsed(b.layout, strings(a.query_id, b.query_id), strings(a.doc_id, b.doc_id),
+    return Parsed(b.layout, join_chunks([a.query_id, b.query_id]), join_chunks([a.doc_id, b.doc_id]),
                   np.concatenate([a.value, b.value]), np.concatenate([a.line, b.line]))
 
 
@@ -98,37 +95,35 @@ def _merge(out: dict, part: dict, present: np.ndarray) -> None:
             acc.returned[present] = vals.returned[present]
 
 
-def compute_file(index: engine.QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
+def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
                  duplicates: str = "error", block_bytes: int = BLOCK_BYTES, progress=None) -> dict:
-    """Per-query values of every spec for the run file ``run`` (a path, ``-``, or a
-    :class:`RunFile` opened with the same options), as :func:`ndcg_plugin.engine.compute`
-    gives them for the whole file read into memory."""
+    """Per-query values of every spec for the run file ``run`` (a path, or a :class:`RunFile`
+    opened with the same options), as :func:`ndcg_plugin.engine.compute` gives them for the whole
+    file read into memory. Whether a run streams is the caller's decision
+    (:class:`ndcg_plugin.evaluation.Evaluation`): standard input, text and streams are refused here."""
     specs = list(dict.fromkeys(specs))
     reading.check_options("run", run_format, duplicates)
     opened = run if isinstance(run, RunFile) else None
-    path = opened.path if opened is not None else run
-    source = source_name(path, "<stream>")
-    if not reading.sources.is_path(path) or str(path) == "-":
-        table, groups = reading.read_grouped(path, "run", run_format=run_format, duplicates=duplicates,
-                                             progress=progress)
-        return engine.compute(index, table, specs, groups=groups)
     if opened is None:
-        opened = RunFile(path, run_format, block_bytes, progress)
+        if not reading.sources.is_path(run) or str(run) == "-":
+            raise ValueError(f"compute_file streams a run file from its path; got {run!r} (read standard input, "
+                             f"text or a stream with ndcg_plugin.read)")
+        opened = RunFile(run, run_format, block_bytes, progress)
     pieces = opened.take_blocks()
     try:
         try:
-            return _stream(index, pieces, source, specs, duplicates)
+            return _stream(index, pieces, opened.source, specs, duplicates)
         finally:
             pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
-        table, groups = reading.read_grouped(path, "run", run_format=opened.run_format, duplicates=duplicates,
-                                             source=source, progress=opened.progress)
+        table, groups = reading.read_grouped(opened.path, "run", run_format=opened.run_format, duplicates=duplicates,
+                                             source=opened.source, progress=opened.progress)
         return engine.compute(index, table, specs, groups=groups)
 
 
 def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
     empty = engine.compute(index, Parsed.empty(LAYOUTS["trec"]), specs, counts=[])
-    out = {s: engine.Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
+    out = {s: Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                             None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
     seen: set[str] = set()
     counts: list = []

@@ -9,14 +9,15 @@ number of relevant docs in G:
 - DCG@k (McSherry & Najork 2008): E[DCG@k] = sum_G mean_gain(G) * sum_{r in G, r <= k} 1/log2(r+1);
   the ideal ranking has no ties to average, so E[NDCG@k] = E[DCG@k] / IDCG@k (as sklearn's
   ``ndcg_score(ignore_ties=False)``).
-- HitRate_item@k: E[hits] = sum_G R_G * m_G / n_G; the denominator min(k, n) does not depend on
+- hits at k (item level): E[hits] = sum_G R_G * m_G / n_G; the denominator min(k, n) does not depend on
   the order.
-- HitRate@k: P(no relevant doc in the top k) = prod_G C(n_G - R_G, m_G) / C(n_G, m_G), so
-  E[HitRate@k] = 1 - that product.
-- MRR@k: only the first group holding a relevant doc matters (all earlier groups hold none).
+- a hit at k (query level): P(no relevant doc in the top k) = prod_G C(n_G - R_G, m_G) / C(n_G, m_G),
+  so E[hit@k] = 1 - that product.
+- RR@k: only the first group holding a relevant doc matters (all earlier groups hold none).
   With that group at s, n docs, R relevant, the first relevant doc is at s + j with
   P(j) = C(n - 1 - j, R - 1) / C(n, R), so E[RR@k] = sum_{j: s + j <= k} P(j) / (s + j).
-  MRR_zero takes that expectation; MRR_ignore takes it over the orderings that have a value,
+  Where a miss counts 0 the value is that expectation; where misses are left out, it is taken over
+  the orderings that have a value,
   E[RR@k | a relevant doc in the top k], and has no value when that probability is 0.
 """
 from __future__ import annotations
@@ -82,7 +83,8 @@ def hit_probability(ranked, relevant: np.ndarray, k: int) -> np.ndarray:
 
 
 def reciprocal_rank(ranked, relevant: np.ndarray, k: int | None, ignore: bool) -> np.ndarray:
-    """E[RR@k] per query (MRR_zero), or E[RR@k | hit] with NaN when P(hit) = 0 (MRR_ignore)."""
+    """E[RR@k] per query (misses count 0), or with ``ignore`` E[RR@k | hit], NaN when P(hit) = 0 (misses
+    left out)."""
     tg, size, start, q_of, _, r = _groups(ranked, None, relevant)
     out = np.zeros(ranked.nq)
     p_hit = np.zeros(ranked.nq)

@@ -265,7 +265,7 @@ def _write(tmp_path, i: int, data: bytes, rng) -> str:
 
 
 def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
-    from ndcg_plugin.spark import files
+    from ndcg_plugin.spark import failures, files
     rng = np.random.default_rng(7)
     good = bad = 0
     for i in range(40):
@@ -280,7 +280,7 @@ def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
         if isinstance(local, Exception):
             with pytest.raises(ndcg_plugin.InputError) as got:
                 df = files.read(spark, path, kind)
-                with ndcg_spark.inputs.reraise({path: (kind, "auto")}):
+                with failures.reraise({path: (kind, "auto")}):
                     df.collect()
             assert str(got.value) == str(local)
             bad += 1

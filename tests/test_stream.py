@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, engine, read
-from ndcg_plugin.specs import spec_of
+from ndcg_plugin.measures import spec_of
 from ndcg_plugin.stream import compute_file
 
 from .test_differential import collections
@@ -173,7 +173,7 @@ def test_the_run_is_opened_for_parsing_before_the_engine_is_imported():
     import subprocess
     import sys
 
-    code = ("import sys; import ir_measures; from ndcg_plugin.provider import route; "
+    code = ("import sys; import ir_measures; from ndcg_plugin.evaluation import route; "
             "names = [route(ir_measures.parse_measure(m)) for m in ('NDCG_lin@10', 'MRR_ignore@10', 'nDCG@10')]; "
             "routed = sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules); "
             "import ndcg_plugin.reading.ahead; "

@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from ..columns import columns_of, group_codes
+from ..columns import columns_of, group_codes, join_chunks
 from ..errors import VALUE_COLUMN, InputError, Kind
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
@@ -71,12 +70,7 @@ def concat(pieces: list[Parsed]) -> Parsed:
     """One :class:`Parsed` from parsed pieces of a file, in order (no pandas)."""
     if len(pieces) == 1:
         return pieces[0]
-
-    def strings(arrays):
-        chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
-        return pa.chunked_array(chunks, type=pa.large_string())
-
-    return Parsed(pieces[0].layout, strings([p.query_id for p in pieces]), strings([p.doc_id for p in pieces]),
+    return Parsed(pieces[0].layout, join_chunks([p.query_id for p in pieces]), join_chunks([p.doc_id for p in pieces]),
                   np.concatenate([p.value for p in pieces]), np.concatenate([p.line for p in pieces]))
 
 
@@ -100,8 +94,7 @@ def to_table(pieces: list[Parsed], kind: Kind):
     import pandas as pd
 
     def strings(arrays):
-        chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
-        return pd.arrays.ArrowStringArray(pa.chunked_array(chunks, type=pa.large_string()))
+        return pd.arrays.ArrowStringArray(join_chunks(arrays))
 
     values = np.concatenate([p.value for p in pieces])
     table = pd.DataFrame({"query_id": strings([p.query_id for p in pieces]),

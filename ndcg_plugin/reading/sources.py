@@ -14,12 +14,11 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import BLOCK_BYTES, InputError
 from . import columnar, lines
 from .formats import delimiter_of, first_data_line, layout_for
 from .lines import Parsed
 
-BLOCK_BYTES = 1 << 24  # 16 MiB of text per block
 Progress = Callable[[int, int], None]
 
 

@@ -1,14 +1,15 @@
 """The plugin's measures on Spark DataFrames, computed natively with Spark SQL.
 
 >>> from ndcg_plugin import spark as ndcg_spark
->>> ndcg_spark.evaluate(qrels_df, run_df, ["NDCG_exp@10", "HitRate_item@10", "MRR_ignore@10"])
-{NDCG_exp@10: 0.41, HitRate_item@10: 0.07, MRR_ignore@10: 0.52}
+>>> ndcg_spark.evaluate(qrels_df, run_df, measures)   # measure objects or strings, as ir-measures takes them
+{measure: aggregate, ...}
 
 The numbers are the local engine's (:mod:`ndcg_plugin.engine`), with the same conventions:
-ties by doc id descending (byte order), qrels queries missing from the run score 0 (no value
-for MRR_ignore), run queries missing from the qrels ignored, negative labels gain 0 and are
-never relevant, HitRate_item a micro average. The work is window functions, one shuffle by
-query id and grouped aggregations (:mod:`.plan`); only the aggregates reach the driver.
+ties by doc id descending (byte order), qrels queries missing from the run score 0 (or have no
+value, for a measure that leaves misses out), run queries missing from the qrels ignored,
+negative labels gain 0 and are never relevant, item-level measures micro-averaged. The work is
+window functions, one shuffle by query id and grouped aggregations (:mod:`.plan`, with each
+family's own expressions); only the aggregates reach the driver.
 
 Needs the ``[spark]`` extra (pyspark) and Java 17 or later.
 """
@@ -22,9 +23,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..measures import parse_measures
+from ..errors import Unsupported
+from ..measures import examples, parse_measures, spec_of
 from ..ranking import report_unmatched
-from ..specs import spec_of
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
 
@@ -89,9 +90,10 @@ def _specs(measures: list) -> list:
     for m in measures:
         try:
             specs.append((str(m), spec_of(m)))
+        except Unsupported:
+            raise
         except ValueError as e:
-            raise ValueError(f"the Spark engine computes the plugin's measures (NDCG_lin, NDCG_exp, HitRate, "
-                             f"HitRate_item, MRR_zero, MRR_ignore) and nDCG, RR, Success as the local engine "
+            raise ValueError(f"the Spark engine computes the measures of the plugin's families as the local engine "
                              f"does; not {m} ({e})") from None
         if specs[-1][1].ties == "average":
             raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
@@ -122,8 +124,8 @@ class Evaluation:
     def check(self) -> None:
         """One Spark job over the per-query table: refuses repeated (query, doc) pairs and warns
         about run queries absent from the qrels, as the local engine does."""
-        from . import inputs, plan
-        with inputs.reraise(self.files):
+        from . import failures, plan
+        with failures.reraise(self.files):
             row = self._all.agg(*plan.check_columns()).collect()[0]
         if row["dup_run"] is not None:
             raise ValueError(f"run: the pair (query_id doc_id) {row['dup_run']!r} occurs "
@@ -136,9 +138,9 @@ class Evaluation:
     def aggregates(self, by=None) -> dict:
         """{measure: aggregate}; with ``by`` (a column expression over ``query_id``), a dict
         {key: {measure: aggregate}} per group of queries."""
-        from . import inputs, plan
+        from . import failures, plan
         cols = plan.aggregate_columns(self.outputs)
-        with inputs.reraise(self.files):
+        with failures.reraise(self.files):
             if by is None:
                 rows = [(None, self.wide.agg(*cols).collect()[0])]
             else:
@@ -160,7 +162,7 @@ class Evaluation:
 
     def long(self):
         """Per-query values as a DataFrame (query_id, measure, value); ``value`` is NULL where
-        a measure has no value (MRR_ignore without a relevant doc in the top k)."""
+        a measure has no value (one that leaves misses out, without a relevant doc in the top k)."""
         from pyspark.sql import functions as F
         pairs = F.array(*[F.struct(F.lit(o.name).alias("measure"), F.col(o.value).alias("value"))
                           for o in self.outputs])
@@ -170,8 +172,8 @@ class Evaluation:
     def rows(self) -> Iterator[tuple[str, list[float]]]:
         """(query_id, [value per measure]) in query id order (byte order), streamed to the driver
         a partition at a time: for printing per-query results."""
-        from . import inputs
-        with inputs.reraise(self.files):
+        from . import failures
+        with failures.reraise(self.files):
             for r in self.wide.orderBy("query_id").toLocalIterator():
                 yield r["query_id"], [math.nan if r[o.value] is None else float(r[o.value]) for o in self.outputs]
 
@@ -186,25 +188,15 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None) -> Eval
         raise ValueError(f"columns: unknown keys {sorted(unknown)}; expected some of {sorted(DEFAULT_COLUMNS)}")
     measures = _measures(measures)
     if not measures:
-        raise ValueError("give at least one measure, e.g. NDCG_exp@10")
+        raise ValueError(f"give at least one measure, e.g. {examples()[0]}")
     specs = _specs(measures)
-    q = inputs.normalise(qrels, "qrels", names)
-    exp = [s for _, s in specs if s.family == "ndcg" and s.variant == "exp"]
-    if exp:  # 2^rel - 1 is infinite above 1023, as the local engine refuses (unless gains= maps the label)
-        from pyspark.sql import functions as F
-        lab = F.col("lab")
-        overflow = F.lit(False)
-        for s in exp:
-            keys = [int(k) for k, _ in s.gains]
-            overflow = overflow | ((lab >= 1024) & (~lab.isin(keys) if keys else F.lit(True)))
-        q = q.withColumn("lab", F.when(overflow, inputs.fail(F.concat(
-            F.lit("relevance label "), lab.cast("string"),
-            F.lit(" gives an infinite gain under NDCG_exp (2^rel - 1 overflows a double above 1023); use "
-                  "gains={...} or NDCG_lin")))).otherwise(lab))
+    measure_plan = plan.plan_measures(specs)
+    q = plan.check_labels(inputs.normalise(qrels, "qrels", names), measure_plan)
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
-    rows, ideal_cols = plan.ranked_rows(r, q, [s for _, s in specs])
-    every, outputs = plan.per_query(rows, specs, ideal_cols, plan.qrels_ideal(q, specs))
+    rows = plan.ranked_rows(r, q, [s for _, s in specs], measure_plan)
+    every = plan.per_query(rows, measure_plan, plan.qrels_side(q, measure_plan))
+    outputs = measure_plan.outputs
     extra = [c for o in outputs for c in (o.hits, o.den) if c is not None]
     wide = every.where("has_qrels").select(every["q"].cast("string").alias("query_id"),
                                            *[o.value for o in outputs], *extra)
@@ -223,7 +215,7 @@ def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: s
 def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None):
     """Evaluate a run (Spark DataFrame) against qrels (Spark DataFrame).
 
-    ``measures``: measure objects or strings (``"NDCG_exp@10"``). ``columns`` maps query, doc,
+    ``measures``: measure objects or strings (as ``ir_measures.parse_measure`` reads them). ``columns`` maps query, doc,
     relevance, score to column names (e.g. ``{"query": "user_id", "doc": "item_id",
     "relevance": "rating", "score": "prediction"}``). Ids may be strings or integers (compared
     as their decimal strings); relevance an integer; score a number.

@@ -17,32 +17,23 @@ import os
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from ..errors import VALUE_COLUMN, InputError
 from ..reading.formats import LAYOUTS, RUN_FORMATS
-from ..reading.validate import InputError
-from .inputs import MARK
+from .failures import fail, is_local, local_path, reraise
 
 WS = r"[ \t\n\x0B\f\r]"
 INTEGER = r"\A[+-]?[0-9]+\z"
 DECIMAL = r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
-VALUE = {"qrels": "relevance", "run": "score"}
 
 
 def is_parquet(path: str) -> bool:
     """A path read as Parquet: a name ending in .parquet, or a directory (Spark's output)."""
-    return str(path).rstrip("/").endswith(".parquet") or (_is_local(path) and os.path.isdir(path))
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in str(path) or str(path).startswith("file://")
-
-
-def _local_path(path: str) -> str:
-    return str(path)[len("file://"):] if str(path).startswith("file://") else str(path)
+    return str(path).rstrip("/").endswith(".parquet") or (is_local(path) and os.path.isdir(path))
 
 
 def _check_local(path: str) -> bytes:
     """The first bytes of a local file, after the checks the local reader makes first."""
-    local = _local_path(path)
+    local = local_path(path)
     if not os.path.exists(local):
         raise InputError(path, None, "file not found")
     if os.path.isdir(local):
@@ -61,17 +52,17 @@ def _check_local(path: str) -> bytes:
 def read(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
     """A qrels or run file as a DataFrame (query_id, doc_id, relevance | score). Parquet files
     must have those columns; text files are parsed as described in the module docstring."""
-    if kind not in VALUE:
+    if kind not in VALUE_COLUMN:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
     if run_format not in RUN_FORMATS:
         raise ValueError(f"run_format must be one of {RUN_FORMATS}, got {run_format!r}")
     if is_parquet(path):
         df = spark.read.parquet(str(path))
-        missing = [c for c in ("query_id", "doc_id", VALUE[kind]) if c not in df.columns]
+        missing = [c for c in ("query_id", "doc_id", VALUE_COLUMN[kind]) if c not in df.columns]
         if missing:
-            raise InputError(str(path), None, f"Parquet {kind} needs the columns query_id, doc_id, {VALUE[kind]}; "
-                             f"missing {missing} (columns: {df.columns})")
-        return df.select("query_id", "doc_id", VALUE[kind])
+            raise InputError(str(path), None, f"Parquet {kind} needs the columns query_id, doc_id, "
+                             f"{VALUE_COLUMN[kind]}; missing {missing} (columns: {df.columns})")
+        return df.select("query_id", "doc_id", VALUE_COLUMN[kind])
     return read_text(spark, path, kind, run_format)
 
 
@@ -86,14 +77,13 @@ def _strip_bom_of_first_lines(df: DataFrame) -> DataFrame:
 
 
 def _fail(path: str, reason: Column) -> Column:
-    return F.raise_error(F.concat(F.lit(f"{MARK}{path}: "), reason))
+    return fail(F.concat(F.lit(f"{path}: "), reason))
 
 
 def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
-    head = _check_local(path) if _is_local(path) else b""
+    head = _check_local(path) if is_local(path) else b""
     df = spark.read.option("lineSep", "\n").text(str(path))
-    if head.startswith(b"\xef\xbb\xbf") or not _is_local(path):
-        from .inputs import reraise
+    if head.startswith(b"\xef\xbb\xbf") or not is_local(path):
         with reraise({str(path): (kind, run_format)}):
             df = _strip_bom_of_first_lines(df)
     value = F.col("value")
@@ -103,7 +93,6 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
     data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
                     .otherwise(~F.col("blank") & ~comment))
-    from .inputs import reraise
     with reraise({str(path): (kind, run_format)}):
         first = data.select(F.size("f").alias("n")).first()
     if first is None:
@@ -131,21 +120,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
                                                       F.lit(" (line: "), line, F.lit(")"))))
                .otherwise(value_col))
     out = data.select(F.get("f", layout.query_at).alias("query_id"),
-                      F.get("f", layout.doc_at).alias("doc_id"), checked.alias(VALUE[kind]))
+                      F.get("f", layout.doc_at).alias("doc_id"), checked.alias(VALUE_COLUMN[kind]))
     if kind == "qrels":
         out = out.withColumn("relevance", F.col("relevance").cast("long"))
     return out
-
-
-def locate_error(path: str, kind: str, run_format: str) -> InputError | None:
-    """The local reader's error for a local file (its line and reason), found by the local line
-    parser streaming over the file; None when it finds none or the file is not local."""
-    if not _is_local(path):
-        return None
-    from ..reading.sources import blocks, parse_blocks
-    try:
-        for _ in parse_blocks(blocks(_local_path(path), str(path)), str(path), kind, run_format):
-            pass
-    except InputError as e:
-        return e
-    return None

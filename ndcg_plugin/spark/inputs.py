@@ -3,26 +3,18 @@
 Checks the local reader makes on every row (ids present and non-empty, scores finite, labels
 integers) run as ``raise_error`` expressions in the same job that computes the measures, so
 validation costs no extra pass; the error surfaces as a ValueError naming the input, the
-column and the offending value (:func:`reraise`).
+column and the offending value (:func:`ndcg_plugin.spark.failures.reraise`).
 """
 from __future__ import annotations
-
-import re
-from contextlib import contextmanager
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..reading.validate import InputError
+from .failures import fail
 
-MARK = "ndcg-plugin input error: "
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _NUMERIC = (*_INTEGRAL, T.FloatType, T.DoubleType, T.DecimalType)
-
-
-def fail(message: Column) -> Column:
-    return F.raise_error(F.concat(F.lit(MARK), message))
 
 
 def _column(df: DataFrame, name: str, what: str, kind: str) -> T.DataType:
@@ -78,26 +70,3 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
     lab = F.when(bad, fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
                                      F.coalesce(raw.cast("string"), F.lit("NULL"))))).otherwise(lab).alias("lab")
     return df.select(q, d, lab)
-
-
-_MESSAGE = re.compile(re.escape(MARK) + r"(.*?)(?:\n|$)")
-
-
-@contextmanager
-def reraise(files: dict | None = None):
-    """Turn an input error raised inside a Spark job into a ValueError with its message. For an
-    error in one of ``files`` ({path: (kind, run_format)}), an :class:`InputError` naming the
-    file, with the line the local reader names when the file is local."""
-    try:
-        yield
-    except Exception as e:  # pyspark wraps JVM errors in several classes across versions
-        found = _MESSAGE.search(str(e))
-        if found is None:
-            raise
-        message = found.group(1).strip()
-        for path, (kind, run_format) in (files or {}).items():
-            if message.startswith(f"{path}: "):
-                from . import files as spark_files
-                located = spark_files.locate_error(path, kind, run_format)
-                raise (located or InputError(path, None, message[len(path) + 2:])) from None
-        raise ValueError(message.rstrip(".")) from None

@@ -1,0 +1,229 @@
+"""One way from measures, qrels and a run to per-query values and aggregates: ``ndcg-plugin eval``,
+``crosscheck`` and ``compare`` evaluate through :class:`Evaluation`, and the ir-measures provider
+through the same engine calls (:func:`engine_values`, :func:`aggregate`, :func:`metrics`).
+
+An :class:`Evaluation` is planned once, when it is made:
+
+- each measure is routed once (:func:`route`): to the plugin's engine when a family computes it
+  (the plugin's measures, and the built-ins ``nDCG``, ``RR``, ``Success`` where their parameters
+  allow), else to the first provider of ir-measures' DefaultPipeline that supports it; or every
+  measure to one provider the caller names;
+- whether the run streams is decided once: a run file (not standard input) is evaluated as it
+  streams (:func:`ndcg_plugin.stream.compute_file`, memory bounded by the block size) when the
+  engine computes every measure; its reading starts at once, on a worker thread, so the first
+  blocks parse while the qrels are read. Otherwise the run is read whole.
+
+:meth:`Evaluation.compute` then gives :class:`Results`, where each measure is aggregated once:
+the engine's from their per-query arrays, another provider's by its own ``calc_aggregate``, or,
+when per-query values are asked for, by the measure's aggregator over the values printed.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ir_measures
+from ir_measures import Metric
+
+from .aggregate import aggregate_arrays, per_query_values
+from .errors import BLOCK_BYTES
+from .measures import PluginMeasure, registry, spec_of
+
+#: the name of the plugin's engine among ir-measures' providers
+ENGINE = "ndcg_plugin"
+
+
+def engine_computes(measure) -> bool:
+    """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins a
+    family computes whose parameters the engine computes as pytrec_eval defines them."""
+    if isinstance(measure, PluginMeasure):
+        spec_of(measure)
+        return True
+    if registry.builtin_family(measure) is None:
+        return False
+    try:
+        spec_of(measure)
+    except ValueError:
+        return False
+    return True
+
+
+def route(measure) -> str:
+    """The provider that computes ``measure`` in an evaluation: :data:`ENGINE` for every measure
+    the engine computes, else the first available provider of ir-measures' DefaultPipeline that
+    supports it (a ValueError when none does)."""
+    if engine_computes(measure):
+        return ENGINE
+    for p in ir_measures.DefaultPipeline.providers:
+        if getattr(p, "NAME", None) != ENGINE and p.supports(measure) and p.is_available():
+            return p.NAME
+    raise ValueError(f"no ir-measures provider computes {measure}")
+
+
+#: the package that brings each optional ir-measures provider's library
+PROVIDER_PACKAGES = {"ranx": "ranx", "cwl_eval": "cwl-eval", "trectools": "trectools", "pyndeval": "pyndeval",
+                     "pytrec_eval": "pytrec-eval-terrier"}
+
+
+def check_provider(name: str) -> None:
+    """A ValueError unless ``name`` is an ir-measures provider that can run here (its library is
+    installed), saying what to install."""
+    registry = ir_measures.providers.registry
+    if name not in registry:
+        raise ValueError(f"no ir-measures provider is named {name!r} (known: {', '.join(sorted(registry))})")
+    if not registry[name].is_available():
+        package = PROVIDER_PACKAGES.get(name)
+        how = f"pip install {package}" if package else "its library is not installed"
+        raise ValueError(f"provider {name} is not available here ({how}); leave it out to use the plugin and "
+                         f"ir-measures' default providers")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How the run (and qrels files) are read: see :func:`ndcg_plugin.read`. ``block_bytes`` 0
+    reads the run whole, never streamed."""
+    run_format: str = "auto"
+    duplicates: str = "error"
+    block_bytes: int = BLOCK_BYTES
+    progress: Any = None
+
+
+def engine_values(index, run, measures: Iterable, groups: tuple | None = None, duplicates: str = "error") -> dict:
+    """The engine's per-query values (``aggregate.Values`` over ``index.qids``) of each measure on
+    a run table (``groups``: its ``columns.group_codes``, if the reader gave them) or a run file
+    opened for streaming (:class:`ndcg_plugin.reading.ahead.RunFile`)."""
+    from . import engine
+    from .reading.ahead import RunFile
+    specs = {m: spec_of(m) for m in measures}
+    if isinstance(run, RunFile):
+        from .stream import compute_file
+        results = compute_file(index, run, specs.values(), duplicates=duplicates)
+    else:
+        results = engine.compute(index, run, specs.values(), groups=groups)
+    return {m: results[s] for m, s in specs.items()}
+
+
+def aggregate(values: dict) -> dict:
+    """Each measure's aggregate from its per-query values, with its own aggregator."""
+    return {measure: aggregate_arrays(measure, vals.values, vals.hits, vals.returned)
+            for measure, vals in values.items()}
+
+
+def metrics(values: dict, query_ids: list) -> Iterator[Metric]:
+    """Per-query Metrics from :func:`engine_values`: by query (the order of ``query_ids``), then
+    measure.
+
+    A query with no value for any of the measures (a measure that leaves misses out, with no
+    relevant doc in the top k) yields no Metric, so that consumers that average the values they
+    get (PyTerrier's ``pt.Experiment``) average over the queries that have one. A query with a
+    value for some measure yields one Metric per measure, NaN where it has none, so that every
+    query they get has every measure (``pt.Experiment`` needs that). ir-measures' aggregators
+    skip the NaN: both give the aggregate of calc_aggregate."""
+    columns = [(measure, per_query_values(vals.values, vals.hits, vals.returned))
+               for measure, vals in values.items()]
+    for i, qid in enumerate(query_ids):
+        row = [(measure, col[i]) for measure, col in columns]
+        if all(v != v for _, v in row):  # NaN everywhere: no value for this query
+            continue
+        for measure, value in row:
+            yield Metric(query_id=qid, measure=measure, value=value)
+
+
+@dataclass
+class Results:
+    """What an :class:`Evaluation` computed: ``aggregates`` (every measure, in the order asked),
+    and with per-query values asked for, ``metrics()``: the engine's by query then measure, then
+    the other providers' in the order they gave them."""
+    measures: list
+    aggregates: dict
+    query_ids: list = field(default_factory=list)
+    values: dict = field(default_factory=dict)       # the engine's per-query values
+    others: list = field(default_factory=list)       # other providers' Metrics
+
+    def metrics(self) -> Iterator[Metric]:
+        yield from metrics(self.values, self.query_ids)
+        yield from self.others
+
+
+class Evaluation:
+    """Measures on a run, routed once, with the run's way in decided once (see the module
+    docstring). ``provider``: compute every measure with this ir-measures provider instead.
+    Close it (or use it as a context manager) to stop the reading of a run that was not used."""
+
+    def __init__(self, measures: Iterable, run: Any, *, provider: str | None = None,
+                 options: ReadOptions | None = None):
+        self.measures = list(dict.fromkeys(measures))
+        self.options = options or ReadOptions()
+        self.provider = provider
+        if provider:
+            check_provider(provider)
+        self.routes = {m: provider if provider else route(m) for m in self.measures}
+        self.mine = [m for m in self.measures if self.routes[m] == ENGINE and not provider]
+        self.others = [m for m in self.measures if m not in self.mine]
+        self.streams = (not self.others and self.options.block_bytes > 0 and str(run) != "-"
+                        and isinstance(run, (str, os.PathLike)) and "\n" not in str(run))
+        self.run = run
+        if self.streams:  # the first blocks parse on a worker thread from now on
+            from .reading.ahead import RunFile
+            self.run = RunFile(run, self.options.run_format, self.options.block_bytes, self.options.progress)
+
+    def __enter__(self) -> Evaluation:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.streams:
+            self.run.close()
+
+    def other_providers(self) -> dict[str, list]:
+        """{provider name: its measures}, for the measures the engine does not compute."""
+        out: dict = {}
+        for m in self.others:
+            out.setdefault(self.routes[m], []).append(m)
+        return out
+
+    def read_qrels(self, qrels: Any):
+        """QRELS as a table: a file read into the reader's columns when only the engine reads it
+        (no pandas), else into a DataFrame; a table as given."""
+        from . import reading
+        if not reading.is_file_like(qrels):
+            return qrels
+        if self.others:
+            return reading.read(qrels, "qrels", duplicates=self.options.duplicates)
+        return reading.read_columns(qrels, "qrels", duplicates=self.options.duplicates)
+
+    def compute(self, qrels: Any, per_query: bool = False) -> Results:
+        """Evaluate on ``qrels`` (a file, or a table from :func:`ndcg_plugin.read`); ``per_query``:
+        keep the per-query values too (:meth:`Results.metrics`)."""
+        from . import reading
+        qrels = self.read_qrels(qrels)
+        run, groups = self.run, None
+        if not self.streams and reading.is_file_like(run):
+            run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
+                                               duplicates=self.options.duplicates, progress=self.options.progress)
+        out = Results(self.measures, {})
+        if self.mine:
+            from .ranking import QrelsIndex
+            index = QrelsIndex(qrels)
+            out.values = engine_values(index, run, self.mine, groups, self.options.duplicates)
+            out.query_ids = list(index.qids)
+            out.aggregates.update(aggregate(out.values))
+        if self.others:
+            self._compute_others(qrels, run, per_query, out)
+        out.aggregates = {m: out.aggregates[m] for m in self.measures}
+        return out
+
+    def _compute_others(self, qrels, run, per_query: bool, out: Results) -> None:
+        calc = ir_measures.providers.registry[self.provider] if self.provider else ir_measures
+        if not per_query:
+            out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))
+            return
+        aggs = {m: m.aggregator() for m in self.others}
+        for metric in calc.iter_calc(self.others, qrels, run):
+            aggs[metric.measure].add(metric.value)
+            out.others.append(metric)
+        out.aggregates.update({m: agg.result() for m, agg in aggs.items()})

@@ -1,0 +1,269 @@
+"""The NDCG family: NDCG with an explicit gain function, NDCG_lin (gain = rel) and NDCG_exp
+(gain = 2^rel - 1). Everything that is this family's own is here: the measures, the built-in
+``nDCG`` the engine computes as this family, the gains, the local computation, the Spark
+expressions, the explain layout, the trec_eval counterpart and the docs rows."""
+from __future__ import annotations
+
+from typing import Any
+
+from ir_measures.measures.base import ParamInfo
+
+from .base import TIES, Family, PluginMeasure, Spec, builtin_common, param, pick, refuse
+
+_PARAMS = {
+    "cutoff": ParamInfo(dtype=int, required=False,
+                        desc="ranking cutoff threshold k; without it the whole ranked list counts"),
+    "ideal": ParamInfo(dtype=str, choices=["qrels", "run"], default="qrels",
+                       desc="ideal ranking from all judged docs of the query ('qrels', as trec_eval) "
+                            "or from the docs the run retrieved for the query, all of them ('run', as sklearn)"),
+    "gains": ParamInfo(dtype=dict, desc="custom gain per relevance label {rel: gain}; unlisted labels keep "
+                                        "the family's gain"),
+    "judged_only": ParamInfo(dtype=bool, default=False,
+                             desc="drop unjudged documents before ranking and cutting (as ir-measures)"),
+    "ties": TIES,
+}
+
+
+class _NDCG(PluginMeasure):
+    """Normalised Discounted Cumulative Gain with an explicit gain function.
+
+    For a query with documents ranked r = 1..n (score descending, doc id descending on ties)::
+
+        DCG@k  = sum_{r=1}^{min(k,n)} gain(rel_r) / log2(r + 1)
+        IDCG@k = the same sum over the ideal ranking (gains sorted descending)
+        NDCG@k = DCG@k / IDCG@k, and 0 when IDCG@k = 0
+
+    ``VARIANT`` picks gain(rel): ``linear`` -> rel (NDCG_lin), ``exp`` -> 2^rel - 1 (NDCG_exp).
+    Negative labels and unjudged documents have gain 0; ``gains`` overrides listed labels.
+    """
+    FAMILY = "ndcg"
+    SUPPORTED_PARAMS = _PARAMS
+
+
+class _NDCG_lin(_NDCG):  # noqa: N801 - named as its measure, as ir-measures names its classes
+    __name__ = "NDCG_lin"
+    NAME = __name__
+    VARIANT = "linear"
+    PRETTY_NAME = "NDCG with linear gain"
+    SHORT_DESC = "NDCG with gain = rel (trec_eval ndcg_cut)."
+    TREC_EVAL = "ndcg_cut.k (ndcg without cutoff)"
+    BUILTIN = "nDCG"
+
+
+class _NDCG_exp(_NDCG):  # noqa: N801
+    __name__ = "NDCG_exp"
+    NAME = __name__
+    VARIANT = "exp"
+    PRETTY_NAME = "NDCG with exponential gain"
+    SHORT_DESC = "NDCG with gain = 2^rel - 1 (Burges et al.)."
+    TREC_EVAL = "ndcg_cut.k on qrels mapped rel -> 2^rel - 1"
+
+
+NDCG_lin = _NDCG_lin()
+NDCG_exp = _NDCG_exp()
+
+# the gain of a label >= 0, per variant: on numpy arrays of float labels, on integers (crosscheck
+# writes integer qrels for trec_eval), on Spark columns
+_GAIN = {"linear": lambda pos: pos, "exp": lambda pos: _np().exp2(pos) - 1.0}
+_INT_GAIN = {"linear": lambda rel: rel, "exp": lambda rel: 2 ** rel - 1}
+_SPARK_GAIN = {"linear": lambda pos, F: pos, "exp": lambda pos, F: F.pow(F.lit(2.0), pos) - F.lit(1.0)}
+#: the smallest label whose gain is infinite (2^1024 overflows a double), per variant
+_OVERFLOW = {"linear": None, "exp": 1024}
+#: the builtin nDCG's dcg parameter -> the variant that computes it
+_DCG = {"log2": "linear", "exp-log2": "exp"}
+
+
+def _np():
+    import numpy as np  # on use: `import ndcg_plugin` imports no numpy
+
+    return np
+
+
+def gain_of(rel: Any, spec: Spec) -> Any:
+    """Gain per relevance label (numpy): the variant's gain of labels >= 0, then the overrides of
+    labels >= 0; negative labels always have gain 0 (trec_eval treats them as unjudged)."""
+    np = _np()
+    rel = rel.astype(np.int64)
+    with np.errstate(over="ignore"):
+        gain = pick(_GAIN, spec, "the local engine")(np.maximum(rel, 0).astype(np.float64))
+    for label, g in spec.gains:
+        if label >= 0:
+            gain[rel == label] = float(g)
+    if not np.all(np.isfinite(gain)):
+        bad = rel[~np.isfinite(gain)][0]
+        raise ValueError(f"relevance label {bad} gives an infinite gain under {_name(spec)} (2^rel - 1 "
+                         f"overflows a double above 1023); use gains={{...}} or {NDCG_lin.NAME}")
+    return gain
+
+
+def _name(spec: Spec) -> str:
+    return next(m.NAME for m in FAMILY.measures if m.VARIANT == spec.variant)
+
+
+def ideal_dcg(q: Any, gain: Any, cutoff: int | None, nq: int) -> Any:
+    """IDCG per query code from the positive gains sorted descending (trec_eval leaves gains <= 0
+    out of the ideal ranking)."""
+    from ..ranking import group_ranks
+    np = _np()
+    positive = gain > 0
+    q, gain = q[positive], gain[positive]
+    order = np.lexsort((-gain, q))
+    qs, gs = q[order], gain[order]
+    rank = group_ranks(qs)
+    keep = rank < cutoff if cutoff is not None else np.ones(len(qs), dtype=bool)
+    return np.bincount(qs[keep], weights=gs[keep] / np.log2(rank[keep] + 2.0), minlength=nq)
+
+
+class NDCGFamily(Family):
+    """NDCG_lin and NDCG_exp: one computation, the gain as the variant."""
+    name = "ndcg"
+    variants = ("linear", "exp")
+    builtins = ("nDCG",)
+    trec_eval_names = {"ndcg_cut": ("nDCG@{k}", "NDCG_lin@{k}"), "ndcg": ("nDCG", "NDCG_lin")}
+    conventions = (
+        "| NDCG ideal ranking | `ideal='qrels'`: all judged docs (trec_eval); `ideal='run'`: every doc the run "
+        "retrieved, not only its top k | `test_ideal_from_qrels_uses_all_judged_docs`, "
+        "`test_ideal_from_run_uses_all_retrieved_docs_not_only_top_k` |",
+        "| NDCG gains | linear `rel` or `2^rel - 1`; `gains={rel: gain}` overrides listed labels >= 0; the ideal "
+        "ranking uses positive gains only, sorted by gain | `test_gains_override_listed_labels_only`, "
+        "`test_exponential_gain_is_2_pow_rel_minus_1` |",
+    )
+
+    @property
+    def measures(self) -> tuple[PluginMeasure, ...]:
+        return (NDCG_lin, NDCG_exp)
+
+    def builtin_spec(self, measure) -> Spec:
+        """``nDCG``: ``dcg='log2'`` is the linear variant, ``'exp-log2'`` the exponential one;
+        ``gains`` as pytrec_eval reads them (integer labels and gains >= 0, with log2 only)."""
+        cutoff, judged_only = builtin_common(measure)
+        dcg = param(measure, "dcg", "log2")
+        if dcg not in _DCG:
+            refuse(measure, f"dcg must be 'log2' or 'exp-log2', got {dcg!r}")
+        gains = param(measure, "gains")
+        if gains is not None:
+            if dcg != "log2":
+                refuse(measure, "gains are defined for dcg='log2' only (pytrec_eval's relevance -> gain map)")
+            if not isinstance(gains, dict) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0 for k in gains for v in (k, gains[k])):
+                refuse(measure, f"gains must map labels >= 0 to integer gains >= 0 (pytrec_eval reads a gain as an "
+                                f"integer relevance label, and a negative one as judged non-relevant), got {gains!r}")
+        return Spec(self.name, _DCG[dcg], cutoff, gains=tuple(sorted((gains or {}).items())), judged_only=judged_only)
+
+    def needs_every_row(self, spec: Spec) -> bool:
+        return spec.ideal == "run"  # the ideal ranking takes every judged doc the run retrieved
+
+    def values(self, index, ranked, spec: Spec):
+        from .. import ties
+        from ..aggregate import Values
+        np = _np()
+        gain = np.where(ranked.judged, gain_of(ranked.rel, spec), 0.0)
+        if spec.ties == "average":
+            dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
+        else:
+            keep = ranked.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(ranked.q), dtype=bool)
+            dcg = np.bincount(ranked.q[keep], weights=gain[keep] / np.log2(ranked.rank[keep] + 2.0),
+                              minlength=ranked.nq)
+        if spec.ideal == "run":
+            idcg = ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
+        else:
+            idcg = index.memo(("ndcg ideal", spec.variant, spec.gains, spec.cutoff),
+                              lambda: ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Values(np.where(idcg > 0, dcg / idcg, 0.0))
+
+    def spark(self, spec: Spec, ctx):
+        F = ctx.F
+        gain = self._spark_gain(spec, F)
+        g = F.when(ctx.judged, gain(ctx.label)).otherwise(F.lit(0.0))
+        dcg = ctx.run_agg("dcg", F.coalesce(F.sum(F.when(ctx.inside, g * ctx.disc(ctx.rank))), F.lit(0.0)))
+        # the ideal order: without gains overrides, ordering by label orders linear and exponential gains alike
+        key = ("label",) if not spec.gains else (spec.variant, spec.gains)
+
+        def ideal_order(label):
+            return label.desc() if not spec.gains else gain(label).desc()
+
+        if spec.ideal == "run":
+            irank = ctx.run_ideal_rank(key, ideal_order(ctx.label))
+            pool = ctx.is_run & ctx.judged & (g > 0) & ctx.within(irank, spec.cutoff)
+            idcg = ctx.run_agg("idcg", F.coalesce(F.sum(F.when(pool, g * ctx.disc(irank))), F.lit(0.0)))
+        else:
+            label = F.col("label")  # the qrels side's
+            irank, qg = ctx.qrels_ideal_rank(key, ideal_order(label)), gain(label)
+            top = F.when((qg > 0) & ctx.within(irank, spec.cutoff), qg * ctx.disc(irank))
+            idcg = F.coalesce(ctx.qrels_agg("idcg", F.coalesce(F.sum(top), F.lit(0.0))), F.lit(0.0))
+        overflow = pick(_OVERFLOW, spec, "the Spark engine")
+        if overflow is not None:  # as gain_of refuses an infinite gain, unless gains= maps the label
+            keys = [int(k) for k, _ in spec.gains]
+            lab = F.col("lab")
+            ctx.check_labels((lab >= overflow) & (~lab.isin(keys) if keys else F.lit(True)),
+                             F.concat(F.lit("relevance label "), lab.cast("string"),
+                                      F.lit(f" gives an infinite gain under {_name(spec)} (2^rel - 1 overflows a "
+                                            f"double above 1023); use gains={{...}} or {NDCG_lin.NAME}")))
+        return ctx.parts(ctx.ratio(dcg, idcg))
+
+    @staticmethod
+    def _spark_gain(spec: Spec, F):
+        """Gain of a label column as :func:`gain_of`: the variant's gain of labels >= 0, 0 for negative
+        labels, then the ``gains`` overrides (whose keys are >= 0)."""
+        variant = pick(_SPARK_GAIN, spec, "the Spark engine")
+
+        def gain(label):
+            g = variant(F.greatest(label, F.lit(0)).cast("double"), F)
+            for value, override in spec.gains:
+                g = F.when(label == F.lit(int(value)), F.lit(float(override))).otherwise(g)
+            return g
+        return gain
+
+    def explain(self, trace, shown, measure, num) -> tuple:
+        """The rows' gains, discounts and contributions; the ideal ranking; DCG / IDCG."""
+        import pandas as pd
+        np = _np()
+        spec = trace.spec
+        rank = np.maximum(trace.rank, 1)
+        gain = np.where(trace.kept & trace.judged, gain_of(trace.relevance, spec), 0.0)
+        discount = np.where(trace.kept, 1.0 / np.log2(rank + 1.0), 0.0)
+        contribution = np.where(trace.top, gain / np.log2(rank + 1.0), 0.0)
+        if spec.ideal == "run":
+            pool = gain_of(trace.relevance[trace.kept & trace.judged], spec)
+            idcg = float(ideal_dcg(np.zeros(len(pool), dtype=np.int64), pool, spec.cutoff, 1)[0])
+        else:
+            pool = gain_of(trace.qrels_rel, spec)
+            idcg = float(ideal_dcg(np.zeros(len(pool), dtype=np.int64), pool, spec.cutoff, 1)[0])
+        ideal_gain = -np.sort(-pool[pool > 0])[:spec.cutoff]
+        ideal_contribution = ideal_gain / np.log2(np.arange(len(ideal_gain)) + 2.0)
+        top = contribution[trace.top]
+        shown = shown.assign(gain=gain[trace.top], discount=discount[trace.top], contribution=top, dcg=np.cumsum(top))
+        ideal = pd.DataFrame({"rank": np.arange(1, len(ideal_gain) + 1), "gain": ideal_gain,
+                              "contribution": ideal_contribution, "idcg": np.cumsum(ideal_contribution)})
+        dcg = sum(top.tolist())
+        at = f"@{spec.cutoff}" if spec.cutoff else ""
+        ratio = "DCG / IDCG = " + num(dcg / idcg) if idcg > 0 else "0 (IDCG = 0)"
+        return shown, ideal, [f"DCG{at} = {num(dcg)}, IDCG{at} = {num(idcg)}, NDCG{at} = {ratio}"]
+
+    def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
+        """``ndcg_cut.k`` (``ndcg`` without a cutoff) on qrels mapped through the variant's gain
+        and ``gains``; ``ideal='run'``: qrels restricted to the docs the run retrieved;
+        ``judged_only``: the run without unjudged docs (trec_eval -J, written out)."""
+        from ..oracle import per_query
+        spec = measure.spec()
+        if any(g != int(g) or g < 0 for _, g in spec.gains):
+            return None, "no counterpart: trec_eval's ndcg_cut takes integer qrels (non-integer or negative gains)"
+        overrides, integer_gain = dict(spec.gains), pick(_INT_GAIN, spec, "crosscheck")
+
+        def gain(r):
+            if r < 0:
+                return r  # trec_eval: unjudged, gain 0
+            return int(overrides[r]) if r in overrides else integer_gain(r)
+
+        mapped = {q: {d: gain(r) for d, r in docs.items()} for q, docs in qrels.items()}
+        if spec.ideal == "run":
+            mapped = {q: {d: r for d, r in docs.items() if d in run.get(q, {})} for q, docs in mapped.items()}
+        name = "ndcg" if spec.cutoff is None else f"ndcg_cut.{spec.cutoff}"
+        if spec.judged_only:  # trec_eval -J, written out: pytrec_eval's flag can segfault
+            run = {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}
+        res = oracle(mapped, run, name)
+        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} (-c{' -J' if spec.judged_only else ''})"
+
+
+FAMILY = NDCGFamily()

@@ -1,0 +1,66 @@
+"""Input errors raised inside a Spark job, and turned back into the local engine's errors.
+
+Checks run as ``raise_error`` expressions (:func:`fail`) whose message starts with
+:data:`MARK`; :func:`reraise` finds that message in whatever pyspark raises and raises a
+ValueError with it, or, for an error in a file, an :class:`InputError` naming the file (and the
+line the local reader names, for a local file: :func:`locate_error`).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ..errors import InputError
+
+MARK = "ndcg-plugin input error: "
+_MESSAGE = re.compile(re.escape(MARK) + r"(.*?)(?:\n|$)")
+
+
+def fail(message: Column) -> Column:
+    """An expression that fails the job with ``message`` (marked, for :func:`reraise`)."""
+    return F.raise_error(F.concat(F.lit(MARK), message))
+
+
+def is_local(path: str) -> bool:
+    return "://" not in str(path) or str(path).startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return str(path)[len("file://"):] if str(path).startswith("file://") else str(path)
+
+
+def locate_error(path: str, kind: str, run_format: str) -> InputError | None:
+    """The local reader's error for a local file (its line and reason), found by the local line
+    parser streaming over the file; None when it finds none or the file is not local."""
+    if not is_local(path):
+        return None
+    from ..reading.sources import blocks, parse_blocks
+    try:
+        for _ in parse_blocks(blocks(local_path(path), str(path)), str(path), kind, run_format):
+            pass
+    except InputError as e:
+        return e
+    return None
+
+
+@contextmanager
+def reraise(files: dict | None = None) -> Iterator[None]:
+    """Turn an input error raised inside a Spark job into a ValueError with its message. For an
+    error in one of ``files`` ({path: (kind, run_format)}), an :class:`InputError` naming the
+    file, with the line the local reader names when the file is local."""
+    try:
+        yield
+    except Exception as e:  # pyspark wraps JVM errors in several classes across versions
+        found = _MESSAGE.search(str(e))
+        if found is None:
+            raise
+        message = found.group(1).strip()
+        for path, (kind, run_format) in (files or {}).items():
+            if message.startswith(f"{path}: "):
+                located = locate_error(path, kind, run_format)
+                raise (located or InputError(path, None, message[len(path) + 2:])) from None
+        raise ValueError(message.rstrip(".")) from None
