@@ -38,7 +38,7 @@ def _parse_measures(strings: Sequence[str]) -> list:
         raise UsageError(str(e)) from None
 
 
-class _Progress:
+class ProgressBar:
     """A tqdm bar of the bytes of a file read so far, on ``file`` (stderr); the CLI makes one
     only when stderr is a terminal, so logs and pipes stay quiet. Called as the reader's
     ``progress(done, total)`` (total 0 when unknown, as for standard input)."""
@@ -149,7 +149,7 @@ def cmd_eval(args) -> int:
 
 
 def _progress(args):
-    return _Progress(args.run) if sys.stderr.isatty() else None
+    return ProgressBar(args.run) if sys.stderr.isatty() else None
 
 
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:

@@ -112,7 +112,7 @@ def _may_have_no_value(measure) -> bool:
     return math.isnan(float(getattr(measure, "DEFAULT", 0.0)))
 
 
-def _randomization(d: np.ndarray, permutations: int, seed: int) -> float:
+def randomization_test(d: np.ndarray, permutations: int, seed: int) -> float:
     n = len(d)
     observed = abs(d.mean())
     if n == 0:
@@ -132,7 +132,7 @@ def _randomization(d: np.ndarray, permutations: int, seed: int) -> float:
     return (count + 1) / (permutations + 1)
 
 
-def _bootstrap(d: np.ndarray, resamples: int, seed: int) -> tuple[float, float, float]:
+def bootstrap_test(d: np.ndarray, resamples: int, seed: int) -> tuple[float, float, float]:
     n = len(d)
     if n == 0:
         return 1.0, math.nan, math.nan
@@ -148,14 +148,14 @@ def _bootstrap(d: np.ndarray, resamples: int, seed: int) -> tuple[float, float, 
     return p, float(lo), float(hi)
 
 
-def _t(d_a: np.ndarray, d_b: np.ndarray) -> float:
+def t_test(d_a: np.ndarray, d_b: np.ndarray) -> float:
     from scipy import stats
     if len(d_a) < 2 or np.allclose(d_a, d_b):
         return 1.0
     return float(stats.ttest_rel(d_a, d_b).pvalue)
 
 
-def _correct(pvalues: list[float], method: str) -> list[float]:
+def correct_pvalues(pvalues: list[float], method: str) -> list[float]:
     m = len(pvalues)
     if method == "none" or m == 0:
         return list(pvalues)
@@ -197,7 +197,7 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
             a, b = result.per_query[name][m], result.per_query[baseline][m]
             both = a.notna() & b.notna()  # queries with a value in both runs
             found.append((name, m, *_paired(a[both].to_numpy(), b[both].to_numpy(), test, permutations, seed)))
-    adjusted = _correct([f[2] for f in found], correction)
+    adjusted = correct_pvalues([f[2] for f in found], correction)
     for (name, m, _, interval), p in zip(found, adjusted, strict=True):
         result.tests[(name, m)] = Test(p, bool(p < alpha), interval)
     return result
@@ -206,8 +206,8 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
 def _paired(x: np.ndarray, y: np.ndarray, test: str, permutations: int, seed: int) -> tuple[float, tuple | None]:
     """(p-value, bootstrap interval or None) of x against y, paired."""
     if test == "t":
-        return _t(x, y), None
+        return t_test(x, y), None
     if test == "randomization":
-        return _randomization(x - y, permutations, seed), None
-    p, lo, hi = _bootstrap(x - y, permutations, seed)
+        return randomization_test(x - y, permutations, seed), None
+    p, lo, hi = bootstrap_test(x - y, permutations, seed)
     return p, (lo, hi)

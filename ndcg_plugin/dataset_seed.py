@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .datasets import Target, import_ir_datasets, load_dataset, locate
-from .errors import DatasetError
+from .errors import DatasetError, InputError
 
 
 def _metadata(dataset_id: str, kind: str) -> dict:
@@ -107,8 +107,6 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
     recorded for it, also after CRLF line ends are made LF), or a file with the counts the
     owning dataset records. Anything else is refused, naming what is expected; ``force``
     places it anyway, but never over a file another dataset owns."""
-    from . import reading
-
     target = locate(dataset_id, kind)
     if target is None:
         raise DatasetError(f"cannot tell where ir-datasets keeps the {kind} of {dataset_id}; seeding it is not "
@@ -122,51 +120,62 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
         plain = gzip.decompress(raw) if is_gz else raw
     except (OSError, EOFError) as e:
         raise DatasetError(f"{source}: corrupt gzip data ({e})") from None
-    got_md5 = hashlib.md5(raw).hexdigest()
-    lf = plain.replace(b"\r\n", b"\n") if b"\r\n" in plain else None
-
-    def in_target_form(content: bytes) -> bytes:
-        return gzip.compress(content, mtime=0) if target.gzipped else content
-
-    data, check = None, None
-    if target.download_md5 and got_md5 == target.download_md5 and target.gzipped == is_gz:
-        data, check = raw, f"md5 {got_md5} is the official {target.download or 'download'}"
-    elif target.download_md5 and got_md5 == target.download_md5:
-        data = in_target_form(plain)
-        check = f"md5 {got_md5} is the official {target.download or 'download'}, " + (
-            "gzipped" if target.gzipped else "decompressed") + " as ir-datasets reads it"
-    elif target.md5 and hashlib.md5(in_target_form(plain) if not target.gzipped else raw).hexdigest() == target.md5:
-        data, check = (raw if target.gzipped else plain), f"md5 {target.md5} matches ir-datasets"
-    elif target.md5 and lf is not None and hashlib.md5(in_target_form(lf)).hexdigest() == target.md5:
-        data, check = in_target_form(lf), f"CRLF line ends made LF: md5 {target.md5} then matches ir-datasets"
+    data, check = _by_checksum(target, raw, plain, is_gz)
     if data is not None:
-        text = plain.decode("utf-8-sig")
-        check += "; " + _counts(target.owner, kind, text, str(source))[1]
+        check += "; " + _counts(target.owner, kind, plain.decode("utf-8-sig"), str(source))[1]
     else:
-        text = plain.decode("utf-8-sig", errors="replace")
-        try:
-            ok, summary = _counts(target.owner, kind, text, str(source))
-        except reading.InputError as e:
-            ok, summary = False, str(e)
-        recorded_md5 = target.md5 and not target.gzipped
-        if ok and not recorded_md5:
-            data, check = in_target_form(plain), "checked by content: " + summary
-        else:
-            reasons = [] if ok else [summary]
-            if recorded_md5:
-                reasons.append(f"md5 {got_md5} is not what ir-datasets records")
-            why = "; ".join(reasons) or summary
-            optional = "; queries are optional for evaluation: leave out --queries" if kind == "queries" else ""
-            if target.owner != dataset_id:
-                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)}; a different file "
-                                   f"there would change {target.owner} too, so it is not placed, not even with "
-                                   f"--force{optional}")
-            if not force:
-                raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)} (--force places it "
-                                   f"anyway){optional}")
-            data, check = in_target_form(plain), f"placed despite: {why} (--force)"
+        data, check = _by_content(target, dataset_id, kind, source, plain, hashlib.md5(raw).hexdigest(), force)
     _write(target.path, data)
     return Seeded(kind, target.path, check)
+
+
+def _in_target_form(target: Target, content: bytes) -> bytes:
+    return gzip.compress(content, mtime=0) if target.gzipped else content
+
+
+def _by_checksum(target: Target, raw: bytes, plain: bytes, is_gz: bool) -> tuple[bytes | None, str | None]:
+    """(the bytes to place, why they are right) when an md5 ir-datasets records shows the file is
+    the one it expects; (None, None) otherwise."""
+    got_md5 = hashlib.md5(raw).hexdigest()
+    lf = plain.replace(b"\r\n", b"\n") if b"\r\n" in plain else None
+    if target.download_md5 and got_md5 == target.download_md5 and target.gzipped == is_gz:
+        return raw, f"md5 {got_md5} is the official {target.download or 'download'}"
+    if target.download_md5 and got_md5 == target.download_md5:
+        return _in_target_form(target, plain), (f"md5 {got_md5} is the official {target.download or 'download'}, "
+                                                + ("gzipped" if target.gzipped else "decompressed")
+                                                + " as ir-datasets reads it")
+    if target.md5 and hashlib.md5(_in_target_form(target, plain) if not target.gzipped else raw).hexdigest() \
+            == target.md5:
+        return (raw if target.gzipped else plain), f"md5 {target.md5} matches ir-datasets"
+    if target.md5 and lf is not None and hashlib.md5(_in_target_form(target, lf)).hexdigest() == target.md5:
+        return _in_target_form(target, lf), f"CRLF line ends made LF: md5 {target.md5} then matches ir-datasets"
+    return None, None
+
+
+def _by_content(target: Target, dataset_id: str, kind: str, source: Path, plain: bytes, got_md5: str,
+                force: bool) -> tuple[bytes, str]:
+    """(the bytes to place, why) for a file no recorded md5 vouches for: its counts match what
+    the owning dataset records (when no md5 is recorded), or ``force``; else a DatasetError."""
+    try:
+        ok, summary = _counts(target.owner, kind, plain.decode("utf-8-sig", errors="replace"), str(source))
+    except InputError as e:
+        ok, summary = False, str(e)
+    recorded_md5 = target.md5 and not target.gzipped
+    if ok and not recorded_md5:
+        return _in_target_form(target, plain), "checked by content: " + summary
+    reasons = [] if ok else [summary]
+    if recorded_md5:
+        reasons.append(f"md5 {got_md5} is not what ir-datasets records")
+    why = "; ".join(reasons) or summary
+    optional = "; queries are optional for evaluation: leave out --queries" if kind == "queries" else ""
+    if target.owner != dataset_id:
+        raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)}; a different file "
+                           f"there would change {target.owner} too, so it is not placed, not even with "
+                           f"--force{optional}")
+    if not force:
+        raise DatasetError(f"{source}: {why}. {_expected(target, dataset_id, kind)} (--force places it "
+                           f"anyway){optional}")
+    return _in_target_form(target, plain), f"placed despite: {why} (--force)"
 
 
 def seed(dataset_id: str, qrels: str | Path | None = None, queries: str | Path | None = None,

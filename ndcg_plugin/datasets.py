@@ -76,7 +76,7 @@ class Target:
     download_md5: str | None = None
 
 
-def _layout(handler: Any) -> tuple[Any, bool] | None:
+def stream_layout(handler: Any) -> tuple[Any, bool] | None:
     """(the stream a qrels or queries handler reads, whether it reads it through another
     dataset's handler). The one place that reads ir-datasets' private attributes (it has no
     public API for where a handler's data comes from); tests/test_datasets.py checks it
@@ -93,7 +93,7 @@ def _layout(handler: Any) -> tuple[Any, bool] | None:
 
 
 def _inner(stream: Any) -> Any:
-    return getattr(stream, "_streamer", None)  # ir-datasets private: see _layout
+    return getattr(stream, "_streamer", None)  # ir-datasets private: see stream_layout
 
 
 def _target(stream: Any, owner: str) -> Target | None:
@@ -125,7 +125,7 @@ def _target(stream: Any, owner: str) -> Target | None:
     return None
 
 
-def _handler(dataset_id: str, kind: str) -> Any:
+def dataset_handler(dataset_id: str, kind: str) -> Any:
     ds = load_dataset(dataset_id)
     has = ds.has_qrels() if kind == "qrels" else ds.has_queries()
     if not has:
@@ -142,7 +142,7 @@ def _owner(dataset_id: str, kind: str, path: Path) -> str:
         if parent not in registry:
             continue
         try:
-            found = _layout(_handler(parent, kind))
+            found = stream_layout(dataset_handler(parent, kind))
         except DatasetError:
             continue
         if found is not None and not found[1]:
@@ -155,7 +155,7 @@ def _owner(dataset_id: str, kind: str, path: Path) -> str:
 def locate(dataset_id: str, kind: str) -> Target | None:
     """Where ir-datasets reads the qrels (``kind="qrels"``) or queries of a dataset, and what it
     expects there; None when the dataset is built in a way this module does not know."""
-    found = _layout(_handler(dataset_id, kind))
+    found = stream_layout(dataset_handler(dataset_id, kind))
     if found is None:
         return None
     target = _target(found[0], dataset_id)

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from . import engine, ranking, reading
 from .aggregate import Values
 from .columns import group_codes, join_chunks, to_numpy
+from .errors import InputError
 from .ranking import QrelsIndex
 from .reading.ahead import ReadAhead, RunFile
 from .reading.duplicates import resolve_duplicates
@@ -141,7 +142,7 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
             continue  # only parse on: a bad line later in the file is reported first
         try:
             table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0])
-        except reading.InputError as e:
+        except InputError as e:
             pending_error = e
             continue
         if len(table) != len(part):
@@ -150,7 +151,7 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         present = index.code_of(uniques)
         _merge(out, values, present[present >= 0])
     if not any_rows:
-        raise reading.InputError(source, None, "no run lines found: the input is empty")
+        raise InputError(source, None, "no run lines found: the input is empty")
     if pending_error is not None:
         raise pending_error
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))

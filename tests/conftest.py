@@ -74,3 +74,14 @@ os.environ["IR_DATASETS_DL_TIMEOUT"] = "5"
 
 def msmarco_file(name: str) -> Path:
     return shared_file("msmarco-passage", name)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession (local[2]) for every test that needs one; skipped without pyspark or Java."""
+    pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
+    if not shutil.which("java"):
+        pytest.skip("Java is not installed (the Spark engine needs Java 17)")
+    from ndcg_plugin import spark as ndcg_spark
+
+    yield ndcg_spark.session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"})

@@ -1,7 +1,18 @@
-"""Small builders for tests."""
+"""Small builders for tests, and the one way tests run the command in a process of its own."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pandas as pd
+
+
+def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, cwd=None) -> subprocess.CompletedProcess:
+    """``python -m ndcg_plugin ARGS`` in a new process (text in and out; ``env`` adds to this
+    process's environment, which holds conftest.py's offline ir-datasets cache)."""
+    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True, input=stdin,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def qrels_df(rows):

@@ -13,6 +13,7 @@ import pytest
 from ndcg_plugin.cli import main
 from ndcg_plugin.trec_eval_check import Row
 
+from . import helpers
 from .conftest import EXAMPLES, shared_file
 
 DATA = Path(__file__).parent / "data"
@@ -20,8 +21,7 @@ SIX = ["NDCG_lin@5", "NDCG_exp@5", "HitRate@3", "HitRate_item@3", "MRR_zero@3", 
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONWARNINGS": "default"})
+    return helpers.run_cli(*args, env={"PYTHONWARNINGS": "default"})
 
 
 def test_readme_example_prints_all_six_measures():
@@ -64,8 +64,8 @@ def test_provider_option(capsys):
 
 
 def test_msmarco_run_and_stdin():
-    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", str(DATA / "tiny.qrels"), "-", "MRR_zero@10"],
-                          input=(DATA / "tiny.msmarco.tsv").read_text(), capture_output=True, text=True)
+    proc = helpers.run_cli("eval", str(DATA / "tiny.qrels"), "-", "MRR_zero@10",
+                           stdin=(DATA / "tiny.msmarco.tsv").read_text())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "MRR_zero@10\t0.7500\n"  # q1: relevant d1 at rank 2; q2: rank 1
 
@@ -119,7 +119,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli import _Progress
+    from ndcg_plugin.cli import ProgressBar
 
     class Tty(stdio.StringIO):
         def isatty(self):
@@ -130,7 +130,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     text = "".join(f"q Q0 d{i} {i} {1.0 / (i + 1)} t\n" for i in range(500_001))
     read(text, "run")  # text given directly: no progress
     assert tty.getvalue() == ""
-    bar = _Progress("run.trec")  # the CLI makes one only when stderr is a terminal
+    bar = ProgressBar("run.trec")  # the CLI makes one only when stderr is a terminal
     bar(500_000, 1_000_000)
     bar(1_000_000, 1_000_000)
     assert "reading run.trec" in tty.getvalue() and bar.bar.total == 1_000_000 and bar.done == 1_000_000
@@ -169,12 +169,12 @@ def test_progress_bar_counts_bytes_read_and_closes(tmp_path):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli import _Progress
+    from ndcg_plugin.cli import ProgressBar
 
     run = tmp_path / "run"
     run.write_text("".join(f"q{i // 50} Q0 d{i} 0 {i} t\n" for i in range(2000)))
     out = stdio.StringIO()
-    bar = _Progress("run", file=out)
+    bar = ProgressBar("run", file=out)
     read(run, "run", progress=bar)
     assert bar.done == run.stat().st_size and bar.bar.total == run.stat().st_size
     assert "reading run" in out.getvalue()

@@ -61,20 +61,20 @@ def test_randomization_equals_brute_force_on_tiny_inputs():
         observed = abs(d.mean())
         flips = [abs(np.dot(s, d)) / n for s in itertools.product((-1, 1), repeat=n)]
         brute = sum(f >= observed - 1e-12 for f in flips) / len(flips)
-        assert cmp._randomization(d, 10_000, seed=0) == pytest.approx(brute, abs=1e-12)
+        assert cmp.randomization_test(d, 10_000, seed=0) == pytest.approx(brute, abs=1e-12)
 
 
 def test_randomization_monte_carlo_is_seeded_and_close_to_exact():
     d = np.random.default_rng(5).normal(0.1, 1.0, size=16)  # 2^16 > 10,000: Monte Carlo
-    exact = cmp._randomization(d, 2 ** 16, seed=0)  # 2^16 flips: exact
-    approx = cmp._randomization(d, 10_000, seed=1)
-    assert approx == cmp._randomization(d, 10_000, seed=1)
+    exact = cmp.randomization_test(d, 2 ** 16, seed=0)  # 2^16 flips: exact
+    approx = cmp.randomization_test(d, 10_000, seed=1)
+    assert approx == cmp.randomization_test(d, 10_000, seed=1)
     assert abs(approx - exact) < 0.02
 
 
 def test_holm_correction():
-    assert cmp._correct([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
-    assert cmp._correct([0.01, 0.04], "bonferroni") == pytest.approx([0.02, 0.08])
+    assert cmp.correct_pvalues([0.01, 0.04, 0.03], "holm") == pytest.approx([0.03, 0.06, 0.06])
+    assert cmp.correct_pvalues([0.01, 0.04], "bonferroni") == pytest.approx([0.02, 0.08])
 
 
 def test_markdown_and_latex_tables_for_three_runs(tmp_path):

@@ -13,13 +13,13 @@ import pytest
 from ndcg_plugin import datasets
 
 from .conftest import msmarco_file
+from .helpers import run_cli
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 
 
 def cli(home, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "IR_DATASETS_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True, env=env)
+    return run_cli(*args, env={"IR_DATASETS_HOME": str(home)})
 
 
 def assert_one_line_error(proc, *fragments: str) -> None:
@@ -137,11 +137,11 @@ def test_seed_reports_what_it_placed_before_an_error(tmp_path):
 
 
 def test_the_private_ir_datasets_layout_is_read_as_the_pinned_version_has_it():
-    # datasets._layout is the one place that reads ir-datasets' private attributes
+    # datasets.stream_layout is the one place that reads ir-datasets' private attributes
     import ir_datasets
     for dataset_id, kind, wrapped in [(DL19, "queries", True), (DL19, "qrels", False),
                                       ("msmarco-passage/dev/small", "qrels", False)]:
-        found = datasets._layout(datasets._handler(dataset_id, kind))
+        found = datasets.stream_layout(datasets.dataset_handler(dataset_id, kind))
         assert found is not None and found[1] is wrapped, (ir_datasets.__version__, dataset_id, kind)
     target = datasets.locate(DL19, "queries")
     assert target.owner == "msmarco-passage/trec-dl-2019" and target.download == "msmarco-test2019-queries.tsv.gz"

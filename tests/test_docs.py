@@ -6,6 +6,7 @@ import pytest
 from ndcg_plugin.docs import measures_markdown
 
 from .conftest import ROOT
+from .helpers import run_cli
 
 
 def test_measures_page_is_generated_from_the_measures():
@@ -84,8 +85,6 @@ def test_readme_quick_start_shows_real_output():
     # the README's commands on the bundled example, run as written, print what it shows
     import re
     import shlex
-    import subprocess
-    import sys
 
     text = (ROOT / "README.md").read_text()
     shown = []
@@ -95,6 +94,6 @@ def test_readme_quick_start_shows_real_output():
             shown.append((shlex.split(command[2:])[1:], output.rstrip("\n")))
     assert len(shown) >= 2, "the README's quick start lost its example commands"
     for args, expected in shown:
-        proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], cwd=ROOT, capture_output=True, text=True)
+        proc = run_cli(*args, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.rstrip("\n") == expected, f"README output of ndcg-plugin {' '.join(args)} is stale"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from . import helpers
 from .conftest import closed_port, msmarco_file
 
 DATASET = "ndcg-plugin-test/served"
@@ -146,10 +147,8 @@ def test_a_download_with_the_wrong_md5_is_one_line_and_places_nothing(tmp_path, 
 def test_a_real_dataset_id_asks_ir_datasets_to_download_from_its_sources(tmp_path, dataset_id, urls):
     # conftest.py's proxy refuses every connection: each source ir-datasets records is tried and
     # named (for DL 2019 two: ir-datasets raises them together, as datasets._source_errors reads)
-    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", dataset_id,
-                           str(msmarco_file("run.dl19-passage.bm25.trec")), "MRR_zero@10"],
-                          capture_output=True, text=True, env=env)
+    proc = helpers.run_cli("eval", dataset_id, str(msmarco_file("run.dl19-passage.bm25.trec")), "MRR_zero@10",
+                           env={"IR_DATASETS_HOME": str(tmp_path)})
     line = assert_one_line_error(proc, "ir-datasets could not download them",
                                  f"ndcg-plugin datasets seed {dataset_id} --qrels FILE")
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # not its data usage agreement either

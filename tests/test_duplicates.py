@@ -25,7 +25,7 @@ def _oracle(qids: list[str], docs: list[str]) -> list[bool]:
 
 
 def _mask(qids: list[str], docs: list[str]) -> list[bool]:
-    mask = duplicates._mask(_strings(qids), _strings(docs))
+    mask = duplicates.mask_of(_strings(qids), _strings(docs))
     return [False] * len(qids) if mask is None else mask.tolist()
 
 
@@ -53,7 +53,7 @@ def test_the_check_finds_exactly_the_repeated_pairs(block):
 
 def _fast(qids: list[str], docs: list[str]) -> bool:
     codes = group_codes(_strings(qids))[0]
-    return duplicates._distinct_within_queries(fingerprints(_strings(docs)), codes)
+    return duplicates.distinct_within_queries(fingerprints(_strings(docs)), codes)
 
 
 def test_the_fast_path_shows_distinct_docs_of_grouped_queries_of_one_size():
@@ -78,7 +78,7 @@ def test_the_fast_path_needs_one_query_per_row_not_only_constant_rows():
     # query 0 spans two of them; the check must not sort them apart
     fp = fingerprints(_strings(["x", "y", "x", "z", "u", "v", "w", "t"]))
     codes = np.array([0, 0, 0, 0, 3, 3, 3, 3], dtype=np.int32)
-    assert not duplicates._distinct_within_queries(fp, codes)
+    assert not duplicates.distinct_within_queries(fp, codes)
 
 
 def test_equal_folded_fingerprints_within_a_query_go_to_the_exact_check(monkeypatch):

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import os
-import subprocess
-import sys
 import warnings
 from math import log2
 from pathlib import Path
@@ -17,16 +14,14 @@ import ndcg_plugin
 from ndcg_plugin import HitRate, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
 
 from .conftest import shared_file
-from .helpers import qrels_df, run_df
+from .helpers import qrels_df, run_cli, run_df
 
 DATA = Path(__file__).parent / "data"
 GOOD_RUN = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n"
 GOOD_QRELS = "q1 0 d1 1\nq1 0 d2 0\n"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True,
-                          env=dict(os.environ))
+cli = run_cli
 
 
 # (id, which file is bad, content as bytes, line named, fragment of the message)

@@ -3,22 +3,18 @@ from ../shared/data (conftest.py): the published DL 2019 BM25 row, trec_eval's p
 output, and the MS MARCO dev MRR@10 convention."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
 
 from .conftest import msmarco_file
+from .helpers import run_cli
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 DEV = "msmarco-passage/dev/small"
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True,
-                          input=stdin, env=dict(os.environ))
+cli = run_cli
 
 
 def table(stdout: str) -> dict:

@@ -34,13 +34,6 @@ ODD_IDS = ["d", "D", "d1", "d10", "d2", "01", "1", "é", "e\u0301", "a#b", "x\u0
 CASES = 240
 
 
-@pytest.fixture(scope="session")
-def spark():
-    s = ndcg_spark.session("local[2]", {"spark.sql.shuffle.partitions": "4",
-                                         "spark.sql.adaptive.enabled": "false"})
-    yield s
-
-
 def _case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Random qrels and run: ties, odd ids, labels -2..5, queries missing on either side, short
     lists, scores with -0.0."""

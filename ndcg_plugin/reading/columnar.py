@@ -155,7 +155,7 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
     types[names[layout.value_at]] = _BIN if layout.integer else pa.float64()
     try:
         table = pacsv.read_csv(
-            pa.BufferReader(chunk.buffer()),
+            pa.BufferReader(chunk.arrow_copy(POOL)),
             read_options=pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 22),
             parse_options=pacsv.ParseOptions(delimiter=delimiter.decode(), quote_char=False, escape_char=False,
                                              double_quote=False, ignore_empty_lines=False),

@@ -35,10 +35,10 @@ def duplicate_mask(table) -> np.ndarray | None:
     whose fingerprints are all distinct are distinct, and only rows sharing a fingerprint are
     compared as strings."""
     qids, docs, _, _ = _columns(table)
-    return _mask(qids, docs)
+    return mask_of(qids, docs)
 
 
-def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None) -> np.ndarray | None:
+def mask_of(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None) -> np.ndarray | None:
     n = len(qids)
     if n < 2:
         return None
@@ -46,7 +46,7 @@ def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | No
         q_codes = group_codes(qids)[0]
 
     docs_fp = fingerprints(docs)
-    if _distinct_within_queries(docs_fp, q_codes):
+    if distinct_within_queries(docs_fp, q_codes):
         return None
 
     def pair_keys() -> np.ndarray:
@@ -71,7 +71,7 @@ def _mask(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | No
     return mask
 
 
-def _distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
+def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     """True when no query holds a doc fingerprint twice, shown by sorting each query's
     fingerprints, folded to 32 bits, on their own: for rows grouped by query with the same
     number per query (a streamed block of a TREC run, 1000 per query) that costs about half of
@@ -103,7 +103,7 @@ def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray |
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
     qids, docs, values, lines = _columns(table)
-    dup = _mask(qids, docs, q_codes)
+    dup = mask_of(qids, docs, q_codes)
     if dup is None:
         return None
     rows = np.flatnonzero(dup)

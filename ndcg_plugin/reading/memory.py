@@ -6,7 +6,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .validate import VALUE_COLUMN, InputError, Kind, from_columns
+from ..errors import VALUE_COLUMN, InputError, Kind
+from .validate import from_columns
 
 
 def empty(kind: Kind) -> pd.DataFrame:

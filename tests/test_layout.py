@@ -1,0 +1,141 @@
+"""The package's layout, as the measure-family issue set it: a measure is defined in its family's
+module, no other module dispatches on a family's name, modules and functions stay small, no
+import cycle, and no module reaches for another module's private names."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from ndcg_plugin.measures import families, measures
+
+from .conftest import ROOT
+
+PACKAGE = ROOT / "ndcg_plugin"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+FAMILY_MODULES = {PACKAGE / "measures" / f"{f.name}.py" for f in families()}
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+@pytest.mark.parametrize("measure", [m.NAME for m in measures()])
+def test_each_measure_name_appears_in_at_most_three_modules(measure):
+    # its family's module, the package's exports, and at most one more
+    found = [p.relative_to(PACKAGE).as_posix() for p in MODULES if re.search(rf"\b{measure}\b", p.read_text())]
+    assert len(found) <= 3, found
+    assert any(PACKAGE / f in FAMILY_MODULES for f in found), found
+
+
+def _dispatches(tree: ast.Module, family_names: set[str]) -> list[tuple[int, str]]:
+    """Comparisons of a ``.family`` or ``.variant`` with a string, and family names compared or used
+    as dict keys (a dispatch table)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            elements = [e for op in operands
+                        for e in (op.elts if isinstance(op, (ast.Tuple, ast.List, ast.Set)) else [op])]
+            strings = [e for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            on_spec = any(isinstance(op, ast.Attribute) and op.attr in ("family", "variant") for op in operands)
+            out += [(e.lineno, e.value) for e in strings if on_spec or e.value in family_names]
+        elif isinstance(node, ast.Dict):
+            out += [(k.lineno, k.value) for k in node.keys
+                    if isinstance(k, ast.Constant) and k.value in family_names]
+    return out
+
+
+def test_no_module_outside_a_family_module_dispatches_on_a_family_or_variant_name():
+    names = {f.name for f in families()}
+    offending = []
+    for path in MODULES:
+        if path not in FAMILY_MODULES:
+            found = _dispatches(_tree(path), names)
+            offending += [f"{path.relative_to(PACKAGE)}:{line} {value!r}" for line, value in found]
+    assert not offending, offending
+
+
+def test_the_dispatch_check_can_fail():
+    code = 'if spec.family == "ndcg":\n    pass\nx = m.variant in ("exp", "linear")\nTABLE = {"mrr": 1, "query": 2}\n'
+    assert [v for _, v in _dispatches(ast.parse(code), {"ndcg", "mrr"})] == ["ndcg", "exp", "linear", "mrr"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_modules_and_functions_are_small(path):
+    text = path.read_text()
+    assert text.count("\n") <= 450
+    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(_tree(path))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60]
+    assert not long
+
+
+def _imports(path: Path) -> set[str]:
+    """The package modules ``path`` imports (at module level or inside functions)."""
+    here = _name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    known = {_name(p) for p in MODULES}
+    out = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module.split(".") if node.module else []
+            if node.level:
+                base = package[: len(package) - node.level + 1] + base
+            prefix = ".".join(base)
+            for alias in node.names:
+                target = f"{prefix}.{alias.name}"
+                out.add(target if target in known else prefix)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return {m for m in out if m in known and m != _name(path)}
+
+
+def test_no_import_cycle():
+    graph = {_name(p): _imports(p) for p in MODULES}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node, trail):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, cycles
+
+
+def _private_uses(path: Path) -> list[str]:
+    """``from x import _y`` and ``module._y`` where ``module`` is an imported module's name."""
+    tree = _tree(path)
+    modules, out = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            out += [f"{path.name}:{node.lineno} {a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+            modules.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_module_or_test_uses_another_modules_private_names():
+    tests = sorted((ROOT / "tests").glob("*.py"))
+    found = [use for p in [*MODULES, *tests] for use in _private_uses(p)]
+    assert not found, found
