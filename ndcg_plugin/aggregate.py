@@ -21,6 +21,8 @@ from typing import Any
 
 from ir_measures.measures.base import Agg, MeanAgg
 
+from .exact import ExactSum, ratio
+
 
 @dataclass
 class Values:
@@ -54,16 +56,46 @@ class ArrayAgg(Agg):
         return self.result()
 
 
+class ExactMeanAgg(ArrayAgg):
+    """The mean of the values added, summed exactly and rounded once (:mod:`ndcg_plugin.exact`), so
+    that it does not depend on the order of the values; NaN when none was added. A value that is
+    not finite makes the mean NaN or infinite, as a float sum would."""
+
+    def __init__(self) -> None:
+        self.sum = ExactSum()
+        self.other: list[float] = []  # NaN and infinities, summed as floats at the end
+
+    def add(self, value: float) -> None:
+        if math.isfinite(value):
+            self.sum.add_value(value)
+        else:
+            self.other.append(value)
+
+    def from_arrays(self, values, hits=None, returned=None) -> float:
+        import numpy as np
+
+        finite = np.isfinite(values)
+        self.sum.add(values[finite])
+        self.other += values[~finite].tolist()
+        return self.result()
+
+    def result(self) -> float:
+        if self.other:
+            return sum(self.other) + (0.0 if self.sum.count == 0 else self.sum.total())
+        return self.sum.mean()
+
+
 def aggregate_arrays(measure, values, hits=None, returned=None) -> float:
-    """A measure's aggregate from per-query arrays (``engine.Values``: the values, and for
-    item-level measures the hits and returned counts), with the measure's own aggregator:
-    the one place that knows how each measure aggregates (the provider and crosscheck call it,
-    for the plugin's values and for trec_eval's)."""
+    """A measure's aggregate from per-query arrays (:class:`Values`: the values, and for
+    item-level measures the hits and returned counts), with the measure's own aggregator (an
+    ir-measures mean is taken exactly, as :class:`ExactMeanAgg`): the one place that knows how
+    each measure aggregates (the provider and crosscheck call it, for the plugin's values and for
+    trec_eval's)."""
     agg = measure.aggregator()
+    if isinstance(agg, MeanAgg):
+        agg = ExactMeanAgg()
     if isinstance(agg, ArrayAgg):
         return agg.from_arrays(values, hits, returned)
-    if isinstance(agg, MeanAgg):
-        return float(values.mean()) if len(values) else agg.result()
     for v in per_query_values(values, hits, returned):
         agg.add(v)
     return agg.result()
@@ -78,11 +110,12 @@ def per_query_values(values, hits=None, returned=None) -> list:
 
 
 class MicroAgg(ArrayAgg):
-    """sum(hits) / sum(returned) over the values added; 0.0 when nothing was returned."""
+    """sum(hits) / sum(returned) over the values added, both summed exactly and divided with one
+    rounding; 0.0 when nothing was returned."""
 
     def __init__(self) -> None:
-        self.hits = 0.0
-        self.returned = 0.0
+        self.hits = ExactSum()
+        self.returned = ExactSum()
 
     def add(self, value: float) -> None:
         if not isinstance(value, ItemValue):
@@ -90,42 +123,37 @@ class MicroAgg(ArrayAgg):
                 f"an item-level measure's micro average needs per-query values that carry hits and returned "
                 f"counts (ndcg_plugin.aggregate.ItemValue), got a plain {type(value).__name__} {value!r}; "
                 f"a mean of per-query ratios would be a different (macro) average")
-        self.hits += value.hits
-        self.returned += value.returned
+        self.hits.add_value(value.hits)
+        self.returned.add_value(value.returned)
 
     def result(self) -> float:
-        return self.hits / self.returned if self.returned else 0.0
+        return ratio(self.hits, self.returned)
 
     def from_arrays(self, values, hits=None, returned=None) -> float:
         if hits is None or returned is None:
             return super().from_arrays(values)
-        self.add(ItemValue(float(hits.sum()), float(returned.sum())))
+        self.hits.add(hits)
+        self.returned.add(returned)
         return self.result()
 
 
-class NanSkipMeanAgg(ArrayAgg):
-    """Mean of the non-NaN values; NaN with a RuntimeWarning when there is none."""
+class NanSkipMeanAgg(ExactMeanAgg):
+    """The exact mean of the non-NaN values; NaN with a RuntimeWarning when there is none."""
 
     def __init__(self, name: str = "measure") -> None:
+        super().__init__()
         self.name = name
-        self.sum = 0.0
-        self.count = 0
 
     def add(self, value: float) -> None:
         if not math.isnan(value):
-            self.sum += value
-            self.count += 1
+            super().add(value)
 
     def from_arrays(self, values, hits=None, returned=None) -> float:
-        kept = values[values == values]  # not NaN
-        if len(kept):
-            self.sum += float(kept.cumsum()[-1])  # summed in order, as add() sums
-            self.count += len(kept)
-        return self.result()
+        return super().from_arrays(values[values == values])  # not NaN
 
     def result(self) -> float:
-        if self.count == 0:
+        if self.sum.count == 0 and not self.other:
             warnings.warn(f"{self.name}: no query has a value (no relevant document in the top k "
                           f"for any query); the mean is NaN", RuntimeWarning, stacklevel=2)
             return float("nan")
-        return self.sum / self.count
+        return super().result()

@@ -380,3 +380,18 @@ def test_exponential_gain_overflow_is_refused_as_locally(spark):
     # mapped by gains=, or under linear gain, the label is fine: 2^1024 is never computed
     res = ndcg_spark.evaluate(qrels, run, ["NDCG_exp(gains={1024:5})@3", "NDCG_lin@3"])
     assert list(res.values()) == [1.0, 1.0]
+
+
+def test_the_exact_split_in_spark_is_the_local_one(spark):
+    from ndcg_plugin.exact import split
+    from ndcg_plugin.spark.plan import exact_parts
+    rng = np.random.default_rng(5)
+    powers = 2.0 ** np.arange(-60, 3)
+    odd = [0.0, 1.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1.7976931348623157e308, -2.5]
+    values = np.concatenate([rng.random(200), -rng.random(50), 1 / np.log2(np.arange(2, 60)), powers,
+                             np.nextafter(powers, 0), odd])
+    df = spark.createDataFrame(pd.DataFrame({"v": values.tolist()}))
+    got = df.select(*exact_parts(df["v"])).toPandas()
+    shift, hi, mid, lo = split(values)
+    assert got["shift"].tolist() == shift.tolist()
+    assert (got["hi"].tolist(), got["mid"].tolist(), got["lo"].tolist()) == (hi.tolist(), mid.tolist(), lo.tolist())

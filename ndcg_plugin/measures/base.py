@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from ir_measures.measures.base import Measure, ParamInfo
 from ir_measures.providers.base import NOT_PROVIDED
 
+from ..aggregate import ExactMeanAgg
 from ..errors import Unsupported
 
 
@@ -81,6 +82,11 @@ class PluginMeasure(Measure):
         super().__init_subclass__(**kwargs)
         if cls.__doc__ is None:
             cls.__doc__ = next((b.__doc__ for b in cls.__mro__[1:] if b.__doc__), None)
+
+    def aggregator(self) -> ExactMeanAgg:
+        """The mean over queries, summed exactly (order-independent); a family's measure whose
+        aggregate is not that mean overrides it."""
+        return ExactMeanAgg()
 
     @property
     def CUTOFF_REQUIRED(self) -> bool:  # noqa: N802 - reads like the class constants beside it

@@ -137,28 +137,33 @@ class Evaluation:
 
     def aggregates(self, by=None) -> dict:
         """{measure: aggregate}; with ``by`` (a column expression over ``query_id``), a dict
-        {key: {measure: aggregate}} per group of queries."""
+        {key: {measure: aggregate}} per group of queries. Each aggregate is summed exactly, as the
+        local engine sums it (:mod:`ndcg_plugin.exact`): the same digits whatever the partitioning."""
+        from ..exact import ExactSum
         from . import failures, plan
-        cols = plan.aggregate_columns(self.outputs)
         with failures.reraise(self.files):
-            if by is None:
-                rows = [(None, self.wide.agg(*cols).collect()[0])]
-            else:
-                rows = [(r["key"], r) for r in self.wide.groupBy(by.alias("key")).agg(*cols).collect()]
-        out = {}
-        for key, row in rows:
-            out[key] = {m: self._result(m, o, row[f"a{i}"])
-                        for i, (m, o) in enumerate(zip(self.measures, self.outputs, strict=True))}
+            rows = plan.exact_sums(self.wide, self.outputs, by).collect()
+        sums: dict = {}
+        for r in rows:
+            key = r["key"] if by is not None else None
+            acc = sums.setdefault(key, {}).setdefault((r["i"], r["part"]), ExactSum())
+            acc.add_parts([(int(r["shift"]), int(r["hi"]), int(r["mid"]), int(r["lo"]))], int(r["n"]))
+        out = {key: {m: self._result(m, o, found.get((i, "value")), found.get((i, "hits")), found.get((i, "den")))
+                     for i, (m, o) in enumerate(zip(self.measures, self.outputs, strict=True))}
+               for key, found in (sums.items() if sums or by is not None else [(None, {})])}
         return out[None] if by is None else out
 
     @staticmethod
-    def _result(measure, output, value) -> float:
+    def _result(measure, output, value, hits, den) -> float:
+        from ..exact import ratio
+        if output.hits is not None:
+            return ratio(hits, den) if hits is not None and den is not None else 0.0
         if value is None:
             if output.ignore:
                 warnings.warn(f"{measure}: no query has a value (no relevant document in the top k for any "
                               f"query); the mean is NaN", RuntimeWarning, stacklevel=3)
             return math.nan
-        return float(value)
+        return value.mean()
 
     def long(self):
         """Per-query values as a DataFrame (query_id, measure, value); ``value`` is NULL where

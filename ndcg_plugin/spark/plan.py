@@ -14,7 +14,9 @@
    over the qrels alone (shuffled on their own by query id: a small shuffle), ranks of an ideal
    ordering (windows), and checks of the labels;
 5. one grouped aggregation per query computes every measure, then one global aggregation gives
-   the means. Only that row reaches the driver.
+   exact partial sums of the per-query values (:func:`exact_sums`: per binary exponent, in 64-bit
+   integers), which the driver adds up exactly: the same digits as the local engine, whatever
+   the partitioning. Only those few rows reach the driver.
 
 A family the registry does not know, or one without a Spark hook, is refused by name.
 ``ties="average"`` is refused (:func:`ndcg_plugin.spark.prepare`): the local engine computes it.
@@ -209,17 +211,42 @@ def per_query(rows: DataFrame, plan: Plan, qrels: DataFrame | None) -> DataFrame
     return grouped.select(*keep, *plan.post)
 
 
-def aggregate_columns(outputs: list[Output]) -> list[Column]:
-    """The aggregate of each measure over the rows of a per-query table restricted to qrels
-    queries: the mean; the mean of the values that exist (``ignore``); sum(hits)/sum(den) (a
-    micro average). Columns are named by position (a0, a1, ...), plus ``queries``."""
-    cols = [F.count(F.lit(1)).alias("queries")]
+def exact_parts(value: Column) -> list[Column]:
+    """A finite double column split for an exact sum as :func:`ndcg_plugin.exact.split` splits it:
+    ``shift`` (E) and the pieces ``hi``, ``mid``, ``lo`` of the 53-bit mantissa, with integer
+    arithmetic only where it must be exact. The binary exponent comes from log2, corrected by
+    comparisons with exact powers of two; dividing by a power of two is exact."""
+    two = F.lit(2.0)
+    a = F.abs(value)
+    e0 = F.floor(F.log2(a)).cast("int")
+    e1 = F.when(F.pow(two, e0) > a, e0 - 1).otherwise(e0)
+    e = F.when(F.pow(two, e1 + 1) <= a, e1 + 1).otherwise(e1)
+    normal = a >= F.lit(2.0 ** -1022)
+    magnitude = (F.when(a == 0, F.lit(0.0))
+                 .when(normal, a / F.pow(two, e - 52))                           # in [2^52, 2^53)
+                 .otherwise(a * F.lit(2.0 ** 537) * F.lit(2.0 ** 537))).cast("long")  # subnormal: a * 2^1074
+    mantissa = F.when(value < 0, -magnitude).otherwise(magnitude)
+    shift = F.when(normal, e + 1022).otherwise(F.lit(0))
+    mask = F.lit((1 << 18) - 1).cast("long")
+    return [shift.alias("shift"), F.shiftright(mantissa, 36).alias("hi"),
+            F.shiftright(mantissa, 18).bitwiseAND(mask).alias("mid"), mantissa.bitwiseAND(mask).alias("lo")]
+
+
+def exact_sums(wide: DataFrame, outputs: list[Output], key: Column | None = None) -> DataFrame:
+    """The per-query columns each measure aggregates (its values; an item-level measure's hits and
+    den), as exact partial sums: one row per (key, measure i, part, shift) with the sums of
+    ``hi``, ``mid``, ``lo`` and the number of values; NULL values (no value) are left out. A few
+    hundred rows, combined on the driver (:class:`ndcg_plugin.exact.ExactSum`)."""
+    items = []
     for i, o in enumerate(outputs):
-        if o.hits is not None:
-            cols.append(ratio(F.sum(o.hits), F.sum(o.den)).alias(f"a{i}"))
-        else:
-            cols.append(F.avg(o.value).alias(f"a{i}"))
-    return cols
+        parts = {"hits": o.hits, "den": o.den} if o.hits is not None else {"value": o.value}
+        items += [F.struct(F.lit(i).alias("i"), F.lit(part).alias("part"), F.col(c).cast("double").alias("v"))
+                  for part, c in parts.items()]
+    keys = [key.alias("key")] if key is not None else []
+    long = wide.select(*keys, F.explode(F.array(*items)).alias("x")).select(*(["key"] if keys else []), "x.*")
+    long = long.where(F.col("v").isNotNull()).select(*(["key"] if keys else []), "i", "part", *exact_parts(F.col("v")))
+    return long.groupBy(*(["key"] if keys else []), "i", "part", "shift").agg(
+        F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.count(F.lit(1)).alias("n"))
 
 
 def check_columns() -> list[Column]:
