@@ -48,11 +48,15 @@ class ItemValue(float):
 
 
 class ArrayAgg(Agg):
-    """An aggregator that can also aggregate a whole column of per-query values at once."""
+    """An aggregator that can also take whole columns of per-query values, at once
+    (:meth:`from_arrays`) or block after block (:meth:`add_arrays`, then :meth:`result`)."""
 
-    def from_arrays(self, values, hits=None, returned=None) -> float:
+    def add_arrays(self, values, hits=None, returned=None) -> None:
         for v in values.tolist():
             self.add(v)
+
+    def from_arrays(self, values, hits=None, returned=None) -> float:
+        self.add_arrays(values, hits, returned)
         return self.result()
 
 
@@ -71,13 +75,12 @@ class ExactMeanAgg(ArrayAgg):
         else:
             self.other.append(value)
 
-    def from_arrays(self, values, hits=None, returned=None) -> float:
+    def add_arrays(self, values, hits=None, returned=None) -> None:
         import numpy as np
 
         finite = np.isfinite(values)
         self.sum.add(values[finite])
         self.other += values[~finite].tolist()
-        return self.result()
 
     def result(self) -> float:
         if self.other:
@@ -85,20 +88,70 @@ class ExactMeanAgg(ArrayAgg):
         return self.sum.mean()
 
 
-def aggregate_arrays(measure, values, hits=None, returned=None) -> float:
-    """A measure's aggregate from per-query arrays (:class:`Values`: the values, and for
-    item-level measures the hits and returned counts), with the measure's own aggregator (an
-    ir-measures mean is taken exactly, as :class:`ExactMeanAgg`): the one place that knows how
-    each measure aggregates (the provider and crosscheck call it, for the plugin's values and for
-    trec_eval's)."""
+def array_aggregator(measure) -> ArrayAgg | None:
+    """The measure's aggregator as one that takes whole columns (an ir-measures mean is taken
+    exactly, as :class:`ExactMeanAgg`); None for an aggregator of another kind."""
     agg = measure.aggregator()
     if isinstance(agg, MeanAgg):
-        agg = ExactMeanAgg()
-    if isinstance(agg, ArrayAgg):
+        return ExactMeanAgg()
+    return agg if isinstance(agg, ArrayAgg) else None
+
+
+def aggregate_arrays(measure, values, hits=None, returned=None) -> float:
+    """A measure's aggregate from per-query arrays (:class:`Values`: the values, and for
+    item-level measures the hits and returned counts), with the measure's own aggregator: the one
+    place that knows how each measure aggregates (the provider and crosscheck call it, for the
+    plugin's values and for trec_eval's; :class:`Aggregates` block by block)."""
+    agg = array_aggregator(measure)
+    if agg is not None:
         return agg.from_arrays(values, hits, returned)
+    agg = measure.aggregator()
     for v in per_query_values(values, hits, returned):
         agg.add(v)
     return agg.result()
+
+
+class Aggregates:
+    """Each measure's aggregate over blocks of per-query values (``specs``: {measure: the Spec its
+    values come under}), without keeping the values; with ``keep``, also the values, to give
+    them all at the end in trec_eval's query order (:meth:`per_query`)."""
+
+    def __init__(self, specs: dict, keep: bool = False):
+        self.specs = specs
+        self.aggs = {m: array_aggregator(m) for m in specs}
+        unknown = [str(m) for m, agg in self.aggs.items() if agg is None]
+        if unknown:
+            raise ValueError(f"cannot aggregate {', '.join(unknown)} block by block: its aggregator takes values "
+                             f"one at a time")
+        self.blocks: list | None = [] if keep else None
+
+    def add(self, qids: Any, values: dict) -> None:
+        """One block: the query ids (an Arrow string array) and each spec's values over them."""
+        for m, agg in self.aggs.items():
+            v = values[self.specs[m]]
+            agg.add_arrays(v.values, v.hits, v.returned)
+        if self.blocks is not None:
+            self.blocks.append((qids, {m: values[s] for m, s in self.specs.items()}))
+
+    def result(self) -> dict:
+        return {m: agg.result() for m, agg in self.aggs.items()}
+
+    def per_query(self) -> tuple[list, dict]:
+        """(query ids, {measure: Values}) of every block kept, in trec_eval's order (byte order)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        qids = pa.chunked_array([q for q, _ in self.blocks], type=pa.large_string()) if self.blocks else \
+            pa.chunked_array([], type=pa.large_string())
+        order = pc.sort_indices(qids).to_numpy() if len(qids) else np.zeros(0, dtype=np.int64)
+
+        def joined(m, field):
+            parts = [getattr(v[m], field) for _, v in self.blocks]
+            return None if not parts or parts[0] is None else np.concatenate(parts)[order]
+
+        values = {m: Values(joined(m, "values"), joined(m, "hits"), joined(m, "returned")) for m in self.specs}
+        return qids.take(pa.array(order)).to_pylist(), values
 
 
 def per_query_values(values, hits=None, returned=None) -> list:
@@ -129,12 +182,12 @@ class MicroAgg(ArrayAgg):
     def result(self) -> float:
         return ratio(self.hits, self.returned)
 
-    def from_arrays(self, values, hits=None, returned=None) -> float:
+    def add_arrays(self, values, hits=None, returned=None) -> None:
         if hits is None or returned is None:
-            return super().from_arrays(values)
+            super().add_arrays(values)
+            return
         self.hits.add(hits)
         self.returned.add(returned)
-        return self.result()
 
 
 class NanSkipMeanAgg(ExactMeanAgg):
@@ -148,8 +201,8 @@ class NanSkipMeanAgg(ExactMeanAgg):
         if not math.isnan(value):
             super().add(value)
 
-    def from_arrays(self, values, hits=None, returned=None) -> float:
-        return super().from_arrays(values[values == values])  # not NaN
+    def add_arrays(self, values, hits=None, returned=None) -> None:
+        super().add_arrays(values[values == values])  # not NaN
 
     def result(self) -> float:
         if self.sum.count == 0 and not self.other:

@@ -116,12 +116,19 @@ def take_sorted(arr: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
 
 
 def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """(codes, uniques) with uniques in order of first appearance, as ``pd.factorize``."""
+    """(codes, uniques) with uniques in order of first appearance, as ``pd.factorize``: one hash
+    pass (Arrow's dictionary encoding)."""
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
-    uniques = arr.unique()
-    codes = pc.index_in(arr, value_set=uniques)
-    return to_numpy(codes).astype(np.int64), uniques
+    encoded = pc.dictionary_encode(arr)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries() if encoded.num_chunks > 1 else encoded
+        chunks = encoded.chunks
+        if not chunks:
+            return np.zeros(0, dtype=np.int64), pa.array([], type=arr.type)
+        return (np.concatenate([to_numpy(c.indices).astype(np.int64) for c in chunks]),
+                chunks[0].dictionary)
+    return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
 def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:

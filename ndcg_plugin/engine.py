@@ -2,7 +2,7 @@
 
 Pipeline (no Python loop per query or per document):
 
-1. qrels are indexed once (:class:`ndcg_plugin.ranking.QrelsIndex`): query ids sorted as strings
+1. qrels are indexed once (:class:`ndcg_plugin.qrels_index.QrelsIndex`): query ids sorted as strings
    (trec_eval's output order), doc ids factorized, (query, doc) packed into sorted int64 keys;
 2. the run's query ids become codes from their runs of equal values (one string hashed per
    query in a grouped run) and are mapped to qrels query codes; run queries absent from the
@@ -28,20 +28,27 @@ from . import ranking
 from .aggregate import Values
 from .columns import from_numpy
 from .measures import Spec, family
-from .ranking import QrelsIndex
+from .qrels_index import QrelsIndex
 
 
-def compute(index: QrelsIndex, run, specs: Iterable[Spec],
-            counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
-    """Every spec's per-query values. The run is joined once and ranked once per judged_only
-    setting, only as deep as the deepest cutoff asks. Run queries absent from the qrels are
-    reported in a warning, or counted into ``counts`` (see :func:`ranking.join`). ``groups``, when
-    given, is ``columns.group_codes`` of the run's query ids, computed by the caller for its
-    own use too (the streaming evaluator), so that it is not computed twice. A spec of a family
-    the registry does not know is refused by name before anything is read."""
+@dataclass
+class Block:
+    """The values of a run's queries (or of a streamed block's) that the qrels hold: ``codes`` are
+    their qrels codes, and each spec's ``values`` are aligned with them."""
+    codes: np.ndarray
+    values: dict[Spec, Values]
+
+
+def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
+                  groups: tuple | None = None, q_map: np.ndarray | None = None) -> Block:
+    """Every spec's values for the run's queries, in work proportional to the run (not to the
+    qrels). The run is joined once and ranked once per judged_only setting, only as deep as the
+    deepest cutoff asks. Run queries absent from the qrels are reported in a warning, or counted
+    into ``counts`` (see :func:`ranking.join`, also for ``groups`` and ``q_map``). A spec of a
+    family the registry does not know is refused by name before anything is read."""
     specs = list(dict.fromkeys(specs))
     families = {spec: family(spec.family) for spec in specs}
-    rows = ranking.join(index, run, counts, groups)
+    rows = ranking.join(index, run, counts, groups, q_map)
     if any(s.judged_only or families[s].needs_every_row(s) for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, ranking.RankedRun] = {}
@@ -51,7 +58,38 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec],
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
         by_judged[judged_only] = ranking.rank_rows(subset, depth, index)
-    return {spec: families[spec].values(index, by_judged[spec.judged_only], spec) for spec in specs}
+    return Block(rows.codes, {spec: families[spec].values(index, by_judged[spec.judged_only], spec) for spec in specs})
+
+
+def empty_values(index: QrelsIndex, specs: Iterable[Spec]) -> dict[Spec, Values]:
+    """Every spec's values over all the qrels queries as if the run held no row for any of them
+    (what a qrels query missing from the run gets): arrays aligned with ``index.qids``."""
+    none = np.zeros(0, dtype=np.int64)
+    ranked = ranking.RankedRun(q=none, rank=none, rel=none, judged=none.astype(bool), score=none.astype(np.float64),
+                               returned=np.zeros(index.nq, dtype=np.int64), pool_q=none, pool_rel=none, nq=index.nq,
+                               codes=np.arange(index.nq))
+    return {spec: family(spec.family).values(index, ranked, spec) for spec in dict.fromkeys(specs)}
+
+
+def scatter(out: dict[Spec, Values], block: Block) -> None:
+    """Write a block's values into arrays over all the qrels queries (from :func:`empty_values`)."""
+    for spec, vals in block.values.items():
+        acc = out[spec]
+        acc.values[block.codes] = vals.values
+        if vals.hits is not None:
+            acc.hits[block.codes] = vals.hits
+            acc.returned[block.codes] = vals.returned
+
+
+def compute(index: QrelsIndex, run, specs: Iterable[Spec],
+            counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
+    """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``): a
+    query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
+    specs = list(dict.fromkeys(specs))
+    block = compute_block(index, run, specs, counts, groups)
+    out = empty_values(index, specs)
+    scatter(out, block)
+    return out
 
 
 @dataclass

@@ -90,6 +90,11 @@ class ReadOptions:
     progress: Any = None
 
 
+def _is_regular_file(path: Any) -> bool:
+    """A path to a regular file (one that can be read again from its start), not ``-``."""
+    return isinstance(path, (str, os.PathLike)) and str(path) != "-" and os.path.isfile(path)
+
+
 def engine_values(index, run, measures: Iterable, groups: tuple | None = None, duplicates: str = "error") -> dict:
     """The engine's per-query values (``aggregate.Values`` over ``index.qids``) of each measure on
     a run table (``groups``: its ``columns.group_codes``, if the reader gave them) or a run file
@@ -200,6 +205,10 @@ class Evaluation:
         """Evaluate on ``qrels`` (a file, or a table from :func:`ndcg_plugin.read`); ``per_query``:
         keep the per-query values too (:meth:`Results.metrics`)."""
         from . import reading
+        if self.streams and _is_regular_file(qrels):
+            streamed = self._side_by_side(qrels, per_query)
+            if streamed is not None:
+                return streamed
         qrels = self.read_qrels(qrels)
         run, groups = self.run, None
         if not self.streams and reading.is_file_like(run):
@@ -207,7 +216,7 @@ class Evaluation:
                                                duplicates=self.options.duplicates, progress=self.options.progress)
         out = Results(self.measures, {})
         if self.mine:
-            from .ranking import QrelsIndex
+            from .qrels_index import QrelsIndex
             index = QrelsIndex(qrels)
             out.values = engine_values(index, run, self.mine, groups, self.options.duplicates)
             out.query_ids = list(index.qids)
@@ -215,6 +224,25 @@ class Evaluation:
         if self.others:
             self._compute_others(qrels, run, per_query, out)
         out.aggregates = {m: out.aggregates[m] for m in self.measures}
+        return out
+
+    def _side_by_side(self, qrels: Any, per_query: bool) -> Results | None:
+        """The run and a qrels file streamed side by side (:mod:`ndcg_plugin.side_by_side`), or None
+        when they are not both sorted in one order: the run is then opened again, to be read from
+        its start the other way."""
+        from . import side_by_side
+        from .aggregate import Aggregates
+        from .reading.ahead import RunFile
+        sink = Aggregates({m: spec_of(m) for m in self.mine}, keep=per_query)
+        try:
+            side_by_side.evaluate(qrels, self.run.take_blocks(), self.run.source, sink.specs.values(), sink,
+                                  self.options.duplicates, self.options.block_bytes)
+        except side_by_side.Unsorted:
+            self.run = RunFile(self.run.path, self.options.run_format, self.options.block_bytes, self.options.progress)
+            return None
+        out = Results(self.measures, sink.result())
+        if per_query:
+            out.query_ids, out.values = sink.per_query()
         return out
 
     def _compute_others(self, qrels, run, per_query: bool, out: Results) -> None:

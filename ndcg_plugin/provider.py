@@ -34,7 +34,7 @@ from .measures import PluginMeasure, registry, spec_of
 
 if TYPE_CHECKING:
 
-    from .ranking import QrelsIndex
+    from .qrels_index import QrelsIndex
 
 
 # A qrels query with no judgments (``{"q2": {}}``) is a qrels query without a relevant
@@ -70,7 +70,7 @@ class NdcgPluginProvider(Provider):
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
         from . import reading  # imported on use: `import ndcg_plugin` stays light
-        from .ranking import QrelsIndex
+        from .qrels_index import QrelsIndex
         measures = list(dict.fromkeys(measures))
         for m in measures:
             _check(m)

@@ -1,58 +1,25 @@
-"""Ranking a run as trec_eval does, on columns: the qrels indexed once (:class:`QrelsIndex`),
-the run's rows joined to the qrels queries, cut to the rows that can rank within the deepest
-cutoff, ordered by score descending then doc id descending (trec_eval's tie rule), relevance
-joined where needed. :mod:`ndcg_plugin.engine` hands the :class:`RankedRun` this gives to each
-measure family.
+"""Ranking a run as trec_eval does, on columns: the run's rows joined to the qrels queries (the
+qrels indexed once, :class:`ndcg_plugin.qrels_index.QrelsIndex`), cut to the rows that can rank
+within the deepest cutoff, ordered by score descending then doc id descending (trec_eval's tie
+rule), relevance joined where needed. :mod:`ndcg_plugin.engine` hands the :class:`RankedRun`
+this gives to each measure family.
+
+Queries are numbered twice: ``q`` is a query's code in the qrels index, and the rows of a run
+(or of a block of a streamed run) are ranked over *local* codes, the run's queries that the qrels
+hold, numbered 0..n-1; ``codes`` gives each local code's qrels code. So the work of a block is
+proportional to its own rows and queries, not to the size of the qrels.
 """
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import as_arrow_strings, columns_of, factorize, from_numpy, group_codes, take_sorted, to_numpy
-
-
-class QrelsIndex:
-    """Qrels prepared once, reusable for any number of runs: query ids sorted as strings
-    (trec_eval's output order; ``qids``), doc ids factorized, (query, doc) packed into sorted
-    int64 ``keys`` with their labels ``rel`` and query codes ``key_q``."""
-
-    def __init__(self, qrels: Any):
-        qids, docs, rel = columns_of(qrels, "relevance")
-        uniques = qids.unique()
-        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
-        self.qids = np.array(self.qid_values.to_pylist(), dtype=object)
-        self.q = self.code_of(qids)
-        doc_codes, doc_uniques = factorize(docs)
-        self.doc_values = doc_uniques
-        self.ndocs = max(len(doc_uniques), 1)
-        keys = self.q * self.ndocs + doc_codes
-        order = np.argsort(keys, kind="stable")
-        self.keys = keys[order]
-        self.rel = np.asarray(rel, dtype=np.int64)[order]
-        self.key_q = self.q[order]
-        self._memo: dict = {}
-
-    def code_of(self, values: Any) -> np.ndarray:
-        """Code (position in ``qids``) of each query id, -1 for ids not in the qrels."""
-        return to_numpy(pc.index_in(as_arrow_strings(values), value_set=self.qid_values), null=-1).astype(np.int64)
-
-    @property
-    def nq(self) -> int:
-        return len(self.qids)
-
-    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        """``compute()``, once per ``key`` for this index (a family's per-query arrays that depend
-        on the qrels alone, such as an ideal DCG)."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+from .columns import columns_of, from_numpy, group_codes, take_sorted, to_numpy
+from .qrels_index import QrelsIndex
 
 
 def group_ranks(group: np.ndarray) -> np.ndarray:
@@ -68,10 +35,10 @@ def group_ranks(group: np.ndarray) -> np.ndarray:
 
 @dataclass
 class RankedRun:
-    """The top of a run, ranked within each query. Row arrays (``q``, ``rank``, ``rel``,
-    ``judged``) hold the rows ranked above ``depth`` (all rows when depth is None), in rank
-    order; ``returned`` counts every row per query; ``pool_q``/``pool_rel`` are every judged
-    row (for an ideal ranking built from the run)."""
+    """The top of a run, ranked within each query, over local query codes 0..nq-1 (``codes``: their
+    qrels codes). Row arrays (``q``, ``rank``, ``rel``, ``judged``) hold the rows ranked above
+    ``depth`` (all rows when depth is None), in rank order; ``returned`` counts every row per
+    query; ``pool_q``/``pool_rel`` are every judged row (for an ideal ranking built from the run)."""
     q: np.ndarray
     rank: np.ndarray
     rel: np.ndarray
@@ -81,6 +48,7 @@ class RankedRun:
     pool_q: np.ndarray
     pool_rel: np.ndarray
     nq: int
+    codes: np.ndarray
 
     def relevant(self, rel: int) -> np.ndarray:
         """Rows judged with a label >= ``rel``."""
@@ -97,48 +65,36 @@ class Rows:
     most measures only need it for the few rows that rank within the cutoff."""
     group: np.ndarray   # query code in order of appearance in the run
     q: np.ndarray       # qrels query code
+    local: np.ndarray   # local query code (see the module docstring)
     score: np.ndarray
     docs: pa.Array      # doc ids
+    codes: np.ndarray   # qrels code of each local code
     rel: np.ndarray | None = None
     judged: np.ndarray | None = None
     sizes: np.ndarray | None = None    # rows per group code (when known without counting)
-    group_q: np.ndarray | None = None  # qrels query code per group code
+    matched: np.ndarray | None = None  # per group code: the qrels hold the query
 
     def subset(self, rows: np.ndarray) -> Rows:
         """The rows at these indices (or this boolean mask)."""
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return Rows(self.group[rows], self.q[rows], self.score[rows], take_sorted(self.docs, rows),
-                     None if self.rel is None else self.rel[rows],
-                     None if self.judged is None else self.judged[rows])
+        return Rows(self.group[rows], self.q[rows], self.local[rows], self.score[rows], take_sorted(self.docs, rows),
+                    self.codes, None if self.rel is None else self.rel[rows],
+                    None if self.judged is None else self.judged[rows])
 
     def group_sizes(self) -> np.ndarray:
         return self.sizes if self.sizes is not None else np.bincount(self.group)
 
-    def returned(self, nq: int) -> np.ndarray:
-        """Rows per qrels query."""
-        if self.sizes is None or self.group_q is None:
-            return np.bincount(self.q, minlength=nq)
-        valid = self.group_q >= 0
-        return np.bincount(self.group_q[valid], weights=self.sizes[valid], minlength=nq).astype(np.int64)
+    def returned(self) -> np.ndarray:
+        """Rows per local query."""
+        if self.sizes is None or self.matched is None:
+            return np.bincount(self.local, minlength=len(self.codes))
+        return self.sizes[self.matched].astype(np.int64)
 
     def judge(self, index: QrelsIndex) -> Rows:
-        """Look each doc up in the qrels (hash probes into the small qrels, then the packed
-        (query, doc) keys): sets ``rel`` (0 where unjudged) and ``judged``."""
-        if self.rel is not None:
-            return self
-        n = len(self.q)
-        self.judged = np.zeros(n, dtype=bool)
-        self.rel = np.zeros(n, dtype=np.int64)
-        if n == 0 or len(index.keys) == 0:
-            return self
-        dcode = to_numpy(pc.index_in(self.docs, value_set=index.doc_values), null=-1)
-        cand = np.flatnonzero(dcode >= 0)
-        keys = self.q[cand].astype(np.int64) * index.ndocs + dcode[cand].astype(np.int64)
-        pos = np.minimum(np.searchsorted(index.keys, keys), len(index.keys) - 1)
-        hit = index.keys[pos] == keys
-        self.judged[cand[hit]] = True
-        self.rel[cand[hit]] = index.rel[pos[hit]]
+        """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
+        if self.rel is None:
+            self.judged, self.rel = index.labels(self.q, self.docs)
         return self
 
 
@@ -154,23 +110,29 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None) -> Rows:
+def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None,
+         q_map: np.ndarray | None = None) -> Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
-    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given."""
+    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given.
+    ``groups`` (:func:`columns.group_codes` of the run's query ids) and ``q_map`` (their qrels
+    codes), when the caller has them."""
     qids, docs, score = columns_of(run, "score")
     score = score.astype(np.float64, copy=False)
     group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
-    q_map = index.code_of(q_uniques)
-    q = q_map[group] if len(group) else np.zeros(0, dtype=np.int64)
+    q_map = index.code_of(q_uniques) if q_map is None else q_map
+    matched = q_map >= 0
+    unmatched = len(q_map) - int(matched.sum())
     if counts is None:
-        report_unmatched(int((q_map < 0).sum()), len(q_map))
+        report_unmatched(unmatched, len(q_map))
     else:
-        counts.append((int((q_map < 0).sum()), len(q_map)))
-    if (q_map < 0).any():  # run queries absent from the qrels are ignored
-        rows = np.flatnonzero(q >= 0)
-        group, q, score, docs = group[rows], q[rows], score[rows], take_sorted(docs, rows)
-        sizes = np.where(q_map >= 0, sizes, 0)
-    return Rows(group, q.astype(np.int32), score, docs, sizes=sizes, group_q=q_map)
+        counts.append((unmatched, len(q_map)))
+    local_of_group = np.cumsum(matched) - 1
+    if unmatched:  # run queries absent from the qrels are ignored
+        rows = np.flatnonzero(matched[group])
+        group, score, docs = group[rows], score[rows], take_sorted(docs, rows)
+        sizes = np.where(matched, sizes, 0)
+    return Rows(group, q_map[group], local_of_group[group], score, docs, q_map[matched], sizes=sizes,
+                matched=matched)
 
 
 def is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
@@ -247,8 +209,7 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.
 
 
 def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
-    nq = index.nq
-    returned = rows.returned(nq)
+    returned = rows.returned()
     top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())
     cand = (rows if top is None else rows.subset(top)).judge(index)
     order = trec_eval_order(cand.group, cand.score, cand.docs)
@@ -264,8 +225,6 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
         order, rank = order[keep], rank[keep]
     pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
     empty = np.zeros(0, dtype=np.int64)
-    return RankedRun(q=cand.q[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
-                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.q[pool],
-                     pool_rel=empty if pool is None else rows.rel[pool], nq=nq)
-
-
+    return RankedRun(q=cand.local[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
+                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.local[pool],
+                     pool_rel=empty if pool is None else rows.rel[pool], nq=len(rows.codes), codes=rows.codes)

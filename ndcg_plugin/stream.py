@@ -27,13 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, ranking, reading
-from .aggregate import Values
-from .columns import group_codes, join_chunks, to_numpy
+from .columns import from_numpy, group_codes, join_chunks, to_numpy
 from .errors import InputError
-from .ranking import QrelsIndex
+from .qrels_index import QrelsIndex
 from .reading.ahead import ReadAhead, RunFile
 from .reading.duplicates import resolve_duplicates
-from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
 from .reading.sources import BLOCK_BYTES
 
@@ -87,13 +85,24 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         yield pending
 
 
-def _merge(out: dict, part: dict, present: np.ndarray) -> None:
-    for spec, vals in part.items():
-        acc = out[spec]
-        acc.values[present] = vals.values[present]
-        if vals.hits is not None:
-            acc.hits[present] = vals.hits[present]
-            acc.returned[present] = vals.returned[present]
+class _Seen:
+    """The queries a stream has completed: a flag per qrels query, and the names of the run's
+    queries that the qrels lack (usually few). A query seen again means the run is not grouped."""
+
+    def __init__(self, nq: int):
+        self.done = np.zeros(nq, dtype=bool)
+        self.others: set[str] = set()
+
+    def check(self, uniques, q_map: np.ndarray) -> None:
+        mine = q_map[q_map >= 0]
+        if self.done[mine].any():
+            raise _Regrouped()
+        self.done[mine] = True
+        if len(mine) < len(q_map):
+            names = uniques.take(from_numpy(np.flatnonzero(q_map < 0))).to_pylist()
+            if not self.others.isdisjoint(names):
+                raise _Regrouped()
+            self.others.update(names)
 
 
 def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
@@ -123,21 +132,16 @@ def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: st
 
 
 def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
-    empty = engine.compute(index, Parsed.empty(LAYOUTS["trec"]), specs, counts=[])
-    out = {s: Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
-                            None if v.returned is None else v.returned.copy()) for s, v in empty.items()}
-    seen: set[str] = set()
+    out = engine.empty_values(index, specs)
+    seen = _Seen(index.nq)
     counts: list = []
     pending_error: Exception | None = None
     any_rows = False
     for part in complete_queries(pieces):
         any_rows = True
         groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
-        uniques = groups[1]
-        names = uniques.to_pylist()
-        if not seen.isdisjoint(names):
-            raise _Regrouped()
-        seen.update(names)
+        q_map = index.code_of(groups[1])
+        seen.check(groups[1], q_map)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
         try:
@@ -146,10 +150,8 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
             pending_error = e
             continue
         if len(table) != len(part):
-            groups = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
-        values = engine.compute(index, table, specs, counts=counts, groups=groups)
-        present = index.code_of(uniques)
-        _merge(out, values, present[present >= 0])
+            groups = q_map = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
+        engine.scatter(out, engine.compute_block(index, table, specs, counts, groups, q_map))
     if not any_rows:
         raise InputError(source, None, "no run lines found: the input is empty")
     if pending_error is not None:

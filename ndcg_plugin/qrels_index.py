@@ -1,0 +1,144 @@
+"""Qrels indexed once (:class:`QrelsIndex`), so that looking up a run's queries and (query, doc)
+pairs costs the same per run row however many queries and judgments the qrels hold.
+
+Arrow's ``index_in`` builds a hash table of its value set on every call: over a streamed run's
+blocks that is the whole qrels again for every block. The index instead keeps sorted 64-bit keys
+built once: the fingerprints of the query ids (:func:`ndcg_plugin.columns.fingerprints`), and for
+the judgments the query code in the top bits with the doc id's fingerprint below. A lookup is a
+binary search; since fingerprints are only a filter, every match is confirmed on the strings
+themselves. Distinct ids with equal keys (a collision, about 1 in 10^7 for a million judgments)
+would make a search ambiguous: then the index answers through Arrow's exact lookups instead
+(``exact=True`` asks for that path outright; tests compare the two).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import as_arrow_strings, columns_of, factorize, fingerprints, from_numpy, take_sorted, to_numpy
+
+
+def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArray | pa.Array,
+               at: np.ndarray) -> np.ndarray:
+    """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending)."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=bool)
+    same = pc.equal(take_sorted(needles, rows), values.take(from_numpy(at)))
+    return to_numpy(same, null=False).astype(bool)
+
+
+def _searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(haystack, needles)`` clipped to valid positions, searched in the needles'
+    sorted order (numpy then starts each search where the last one ended: half the time on
+    random 64-bit keys); needles already sorted (a run grouped like the qrels) skip the sort."""
+    if len(needles) > 1 and np.any(needles[1:] < needles[:-1]):
+        order = np.argsort(needles)
+        pos = np.empty(len(needles), dtype=np.intp)
+        pos[order] = np.searchsorted(haystack, needles[order])
+    else:
+        pos = np.searchsorted(haystack, needles)
+    return np.minimum(pos, len(haystack) - 1)
+
+
+class QrelsIndex:
+    """Qrels prepared once, reusable for any number of runs: query ids sorted as strings
+    (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
+    doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
+
+    def __init__(self, qrels: Any, exact: bool = False):
+        qids, docs, rel = columns_of(qrels, "relevance")
+        uniques = qids.unique()
+        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
+        row_q = to_numpy(pc.index_in(qids, value_set=self.qid_values)).astype(np.int64)  # once
+        self._qids: np.ndarray | None = None
+        self._memo: dict = {}
+        fp = fingerprints(self.qid_values)
+        self._q_order = np.argsort(fp, kind="stable")
+        self._q_fp = fp[self._q_order]
+        self._shift = 64 - max(len(self.qid_values) - 1, 1).bit_length()  # doc fingerprint bits below the code
+        keys = self._pair_keys(row_q, fingerprints(docs))
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.key_q = keys[order], row_q[order]
+        self.rel = np.asarray(rel, dtype=np.int64)[order]
+        self._docs, self._doc_order = as_arrow_strings(docs), order
+        self.exact = exact or bool(np.any(self._q_fp[1:] == self._q_fp[:-1])) or bool(
+            np.any(self.keys[1:] == self.keys[:-1]))
+        self._exact_pairs: tuple | None = None
+
+    @property
+    def nq(self) -> int:
+        return len(self.qid_values)
+
+    @property
+    def qids(self) -> np.ndarray:
+        """The query ids as Python strings (object array), in ``qid_values`` order."""
+        if self._qids is None:
+            self._qids = np.array(self.qid_values.to_pylist(), dtype=object)
+        return self._qids
+
+    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per ``key`` for this index (a family's per-query arrays that depend
+        on the qrels alone, such as an ideal DCG)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _pair_keys(self, q: np.ndarray, doc_fp: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return (q.astype(np.uint64) << np.uint64(self._shift)) | (doc_fp >> np.uint64(64 - self._shift))
+
+    def code_of(self, values: Any) -> np.ndarray:
+        """Code (position in ``qid_values``) of each query id, -1 for ids not in the qrels."""
+        values = as_arrow_strings(values)
+        if self.exact:
+            return to_numpy(pc.index_in(values, value_set=self.qid_values), null=-1).astype(np.int64)
+        fp = fingerprints(values)
+        codes = np.full(len(fp), -1, dtype=np.int64)
+        if len(self._q_fp) == 0:
+            return codes
+        pos = _searchsorted(self._q_fp, fp)
+        rows = np.flatnonzero(self._q_fp[pos] == fp)
+        found = self._q_order[pos[rows]]
+        ok = _confirmed(values, rows, self.qid_values, found)
+        codes[rows[ok]] = found[ok]
+        return codes
+
+    def labels(self, q: np.ndarray, docs: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged."""
+        n = len(q)
+        judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+        if n == 0 or len(self.keys) == 0:
+            return judged, rel
+        if self.exact:
+            at, rows = self._exact_positions(q, docs)
+        else:
+            keys = self._pair_keys(q, fingerprints(docs))
+            pos = _searchsorted(self.keys, keys)
+            rows = np.flatnonzero(self.keys[pos] == keys)
+            at = pos[rows]
+            ok = _confirmed(as_arrow_strings(docs), rows, self._docs, self._doc_order[at])
+            rows, at = rows[ok], at[ok]
+        judged[rows] = True
+        rel[rows] = self.rel[at]
+        return judged, rel
+
+    def _exact_positions(self, q: np.ndarray, docs: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in ``keys``, rows) of the judged pairs, by Arrow's exact lookups: the doc ids
+        factorized, (query, doc) packed into integers."""
+        if self._exact_pairs is None:
+            codes, values = factorize(self._docs)
+            ndocs = max(len(values), 1)
+            packed = self.key_q * ndocs + codes[self._doc_order]
+            order = np.argsort(packed, kind="stable")
+            self._exact_pairs = (values, ndocs, packed[order], order)
+        values, ndocs, packed, order = self._exact_pairs
+        dcode = to_numpy(pc.index_in(as_arrow_strings(docs), value_set=values), null=-1)
+        cand = np.flatnonzero(dcode >= 0)
+        wanted = q[cand].astype(np.int64) * ndocs + dcode[cand].astype(np.int64)
+        pos = np.minimum(np.searchsorted(packed, wanted), len(packed) - 1)
+        hit = packed[pos] == wanted
+        return order[pos[hit]], cand[hit]
