@@ -2,14 +2,17 @@
 
 Every input form ends up as a table: a pandas DataFrame with the ir-measures column names
 (``query_id``, ``doc_id`` and ``relevance`` or ``score``) plus ``line``, the 1-based line
-number in the source file (or the 0-based row position for in-memory inputs), used to name
-both lines of a duplicate.
+number in a text file (or the 0-based row position for Parquet and in-memory inputs), used to
+name both rows of a duplicate.
 
 Accepted inputs (the same for qrels and runs):
 
 - a path (``str`` or ``pathlib.Path``; plain or gzip, detected from the content) or ``"-"``
   for standard input; an open stream; the text of a file (a ``str`` holding a newline);
-- a pandas DataFrame with the ir-measures columns;
+- a Parquet file (named ``*.parquet``, or any file with Parquet's magic bytes at both ends) or
+  a directory of Parquet files, with the ir-measures columns (:mod:`.parquet`);
+- a pandas DataFrame with the ir-measures columns (``columns=`` maps other names, for
+  DataFrames and Parquet alike);
 - a dict of dicts ``{query_id: {doc_id: value}}``;
 - any iterable of namedtuples with the ir-measures fields (``ir_measures.Qrel``,
   ``ir_measures.ScoredDoc``, the iterators of ``ir_measures.read_trec_*``); it is read once.
@@ -24,6 +27,7 @@ given is modified, and nothing about a returned table is remembered.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,7 +38,8 @@ from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
 from .formats import RUN_FORMATS
 from .lines import Parsed
-from .sources import BLOCK_BYTES, blocks, is_path, parse_blocks, source_name
+from .parquet import ParquetSource, is_parquet
+from .sources import BLOCK_BYTES, is_path, source_name
 
 __all__ = [
     "InputError",
@@ -50,6 +55,9 @@ __all__ = [
     "Parsed",
     "BLOCK_BYTES",
     "check_options",
+    "file_pieces",
+    "is_parquet",
+    "ParquetSource",
 ]
 
 
@@ -74,18 +82,28 @@ def concat(pieces: list[Parsed]) -> Parsed:
                   np.concatenate([p.value for p in pieces]), np.concatenate([p.line for p in pieces]))
 
 
+def file_pieces(data: Any, kind: Kind, run_format: str = "auto", source: str | None = None, progress=None,
+                block_bytes: int = BLOCK_BYTES, columns: Mapping[str, str] | None = None) -> tuple[list[Parsed], str]:
+    """(a file's parsed pieces, in order, before the duplicate policy; the source's name): text
+    (see :mod:`.sources`) or Parquet (:mod:`.parquet`, imported only for a Parquet input)."""
+    src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
+    pieces = list(sources.pieces(data, kind, src, run_format, block_bytes, progress, columns))
+    what = "rows" if is_parquet(data) else "lines"
+    if not pieces:
+        raise InputError(src, None, f"no {kind} {what} found: the input is empty")
+    return pieces, src
+
+
 def read_columns(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-                 duplicates: str = "error", progress=None) -> Parsed:
+                 duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None) -> Parsed:
     """A file (a path, ``-``, a stream or text; see :func:`read`) read into the reader's own
     columns, validated and with the duplicate policy applied, as :func:`read` would, but without
-    building a DataFrame (so without importing pandas). The engine takes either."""
+    building a DataFrame (so without importing pandas). The engine takes either. ``columns``: as
+    for :func:`read`."""
     check_options(kind, run_format, duplicates)
     if not is_file_like(data):
         raise TypeError(f"read_columns reads files, streams and text; got {type(data).__name__} (use read())")
-    src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
-    pieces = list(parse_blocks(blocks(data, src, BLOCK_BYTES, progress), src, kind, run_format))
-    if not pieces:
-        raise InputError(src, None, f"no {kind} lines found: the input is empty")
+    pieces, src = file_pieces(data, kind, run_format, source, progress, columns=columns)
     return resolve_duplicates(concat(pieces), kind, duplicates, src)
 
 
@@ -101,22 +119,18 @@ def to_table(pieces: list[Parsed], kind: Kind):
                           "doc_id": strings([p.doc_id for p in pieces]),
                           VALUE_COLUMN[kind]: values.astype(np.int64 if kind == "qrels" else np.float64),
                           "line": np.concatenate([p.line for p in pieces])}, copy=False)  # all new arrays
-    table.attrs["unit"] = "line"
+    table.attrs["unit"] = pieces[0].layout.unit
     return table
 
 
 def read_file(data: Any, kind: Kind, run_format: str = "auto", source: str | None = None,
-              progress=None, block_bytes: int = BLOCK_BYTES):
+              progress=None, block_bytes: int = BLOCK_BYTES, columns: Mapping[str, str] | None = None):
     """A file's table (see :func:`read`), before the duplicate policy."""
-    src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
-    pieces = list(parse_blocks(blocks(data, src, block_bytes, progress), src, kind, run_format))
-    if not pieces:
-        raise InputError(src, None, f"no {kind} lines found: the input is empty")
-    return to_table(pieces, kind)
+    return to_table(file_pieces(data, kind, run_format, source, progress, block_bytes, columns)[0], kind)
 
 
 def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-         duplicates: str = "error", progress=None):
+         duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None):
     """Read qrels (``kind="qrels"``) or a run (``kind="run"``) from any accepted form into a
     validated table (see the module docstring).
 
@@ -124,35 +138,41 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     (default, as trec_eval refuses them; the message names both lines), ``"first"`` (keep the
     first occurrence) or ``"max"`` (keep the highest score / relevance). ``progress``, if
     given, is called as ``progress(bytes_done, bytes_total)`` while a file is read
-    (``bytes_total`` is 0 when unknown, as for standard input).
+    (``bytes_total`` is 0 when unknown, as for standard input). ``columns`` maps the ir-measures
+    column names to those of a Parquet file or a DataFrame (``{"query_id": "user_id"}``; the
+    others keep their names).
     """
     return read_grouped(data, kind, run_format=run_format, source=source, duplicates=duplicates,
-                        progress=progress)[0]
+                        progress=progress, columns=columns)[0]
 
 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-                 duplicates: str = "error", progress=None) -> tuple[Any, tuple | None]:
+                 duplicates: str = "error", progress=None,
+                 columns: Mapping[str, str] | None = None) -> tuple[Any, tuple | None]:
     """As :func:`read`, with :func:`ndcg_plugin.columns.group_codes` of the table's query ids,
     computed once for the duplicate check and handed back for the engine (``engine.compute(...,
     groups=)``); None when the duplicate policy dropped rows (the engine then computes them)."""
-    table, src = _unchecked(data, kind, run_format, source, duplicates, progress)
+    table, src = _unchecked(data, kind, run_format, source, duplicates, progress, columns)
     groups = group_codes(columns_of(table, VALUE_COLUMN[kind])[0])
     out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0])
     return out, (groups if len(out) == len(table) else None)
 
 
-def _unchecked(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str, progress):
+def _unchecked(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str, progress,
+               columns: Mapping[str, str] | None = None):
     """(the validated table before the duplicate policy, the source's name)."""
     check_options(kind, run_format, duplicates)
     if is_file_like(data):
-        src = source or source_name(data, "<text>" if isinstance(data, str) else "<stream>")
-        return read_file(data, kind, run_format, src, progress), src
+        pieces, src = file_pieces(data, kind, run_format, source, progress, columns=columns)
+        return to_table(pieces, kind), src
     import pandas as pd
 
     from . import memory
     if isinstance(data, pd.DataFrame):
         src = source or f"{kind} DataFrame"
-        return memory.from_dataframe(data, kind, src), src
+        return memory.from_dataframe(data, kind, src, columns), src
+    if columns is not None:
+        raise ValueError(f"columns= names the columns of a Parquet file or a DataFrame, not of a {type(data).__name__}")
     if isinstance(data, dict):
         src = source or f"{kind} dict"
         return memory.from_dict(data, kind, src), src

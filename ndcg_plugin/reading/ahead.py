@@ -7,12 +7,15 @@ and its CSV reader), not ``pyarrow.compute`` or the engine; a test keeps it that
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .sources import BLOCK_BYTES, blocks, parse_blocks, source_name
+from . import sources
+from .parquet import ParquetSource
+from .sources import BLOCK_BYTES, source_name
 
 
 class ReadAhead:
@@ -85,13 +88,20 @@ def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
 
 class RunFile:
     """A run file opened for streaming: its first blocks are read and parsed on a worker
-    thread from the moment it is opened (the CLI opens it before reading the qrels)."""
+    thread from the moment it is opened (the CLI opens it before reading the qrels).
 
-    def __init__(self, path: Any, run_format: str = "auto", block_bytes: int = BLOCK_BYTES, progress=None):
-        self.path, self.run_format, self.progress = path, run_format, progress
+    A Parquet run (:func:`~ndcg_plugin.reading.parquet.is_parquet`) streams as pieces of about
+    ``block_bytes // parquet.BYTES_PER_ROW`` rows, whose ``line`` is the 0-based row position;
+    ``columns`` maps the ir-measures column names to its own (``{"query_id": "user_id"}``).
+    ``path`` is then what reads the whole run again (with ``columns``)."""
+
+    def __init__(self, path: Any, run_format: str = "auto", block_bytes: int = BLOCK_BYTES, progress=None,
+                 columns: Mapping[str, str] | None = None):
+        self.run_format, self.progress = run_format, progress
         self.source = source_name(path, "<stream>")
-        self.blocks: ReadAhead | None = ReadAhead(
-            parse_blocks(blocks(path, self.source, block_bytes, progress), self.source, "run", run_format))
+        pieces = sources.pieces(path, "run", self.source, run_format, block_bytes, progress, columns)
+        self.path = ParquetSource(os.fspath(path), columns) if columns is not None else path
+        self.blocks: ReadAhead | None = ReadAhead(pieces)
 
     def take_blocks(self) -> ReadAhead:
         """The parsed blocks (once)."""

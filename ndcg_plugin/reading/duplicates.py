@@ -9,12 +9,15 @@ import numpy as np
 import pyarrow as pa
 
 from ..columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
-from ..errors import VALUE_COLUMN, InputError, Kind
+from ..errors import VALUE_COLUMN, Kind
+from .formats import error_at
 
 POLICIES = ("error", "first", "max")
 _Q_MIX = np.uint64(0xD6E8FEB86659FD93)  # the query code's multiplier, other than the fingerprint's
 # the longest queries sorted one by one (32-bit keys: beyond, equal keys by chance get frequent)
 _ROW_SORT_MAX = 4096
+# grouped queries of several sizes, each of at most this many rows, are checked size by size
+_SMALL_MAX = 64
 
 
 def _columns(table):
@@ -46,7 +49,7 @@ def mask_of(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | 
         q_codes = group_codes(qids)[0]
 
     docs_fp = fingerprints(docs)
-    if distinct_within_queries(docs_fp, q_codes):
+    if distinct_within_queries(docs_fp, q_codes) or distinct_within_small_queries(docs_fp, q_codes):
         return None
 
     def pair_keys() -> np.ndarray:
@@ -96,6 +99,43 @@ def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     return not np.any(folded[:, 1:] == folded[:, :-1])
 
 
+def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
+    """True when no query holds a doc fingerprint twice, shown for rows grouped by query (each
+    query one run of rows, codes counted from 0 as ``group_codes`` gives them) of at most
+    ``_SMALL_MAX`` rows each, of any sizes (recommendation logs: a few items per user): the
+    queries of each size are the rows of a 2-D array, each row sorted on its own, which costs
+    less than one sort of all the rows. False when it cannot show it (other shapes, or two equal
+    fingerprints in a query: a duplicate, or a collision the caller's exact check sorts out)."""
+    n = len(docs_fp)
+    if n < 2 or q_codes[0] != 0 or n > _SMALL_MAX * (int(q_codes[-1]) + 1):
+        return False  # the O(1) tests first (the last: queries of more than _SMALL_MAX rows on average)
+    steps = np.diff(q_codes)
+    new_query = steps != 0
+    if np.any(steps[new_query] != 1):
+        return False  # a query seen again, or codes not counted from 0 in order
+    starts = np.flatnonzero(np.concatenate(([True], new_query)))
+    sizes = np.diff(np.append(starts, n))
+    if int(sizes.max()) > _SMALL_MAX:
+        return False
+    keys = docs_fp.view(np.int64)  # numpy sorts signed integers faster
+    for size in range(2, int(sizes.max()) + 1):
+        first = starts[sizes == size]
+        if len(first):
+            rows = np.sort(keys[first[:, None] + np.arange(size)], axis=1)
+            if np.any(rows[:, 1:] == rows[:, :-1]):
+                return False
+    return True
+
+
+def _unit(table) -> tuple[str, str]:
+    """(what a row's number counts, how an error names it; see :func:`.formats.error_at`): a
+    text file's lines, a Parquet file's rows, or an in-memory table's rows (``NAME:ROW:``)."""
+    if hasattr(table, "layout"):
+        return table.layout.unit, table.layout.unit
+    unit = getattr(table, "attrs", {}).get("unit")
+    return (unit, unit) if unit is not None else ("row", "line")
+
+
 def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the rows to keep under the duplicate policy (None: all of them), or an
     InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
@@ -111,10 +151,10 @@ def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray |
     if policy == "error":
         first = pairs[0]
         twin = rows[pairs.index(first, 1)]
-        unit = "line" if hasattr(table, "layout") else getattr(table, "attrs", {}).get("unit", "row")
+        unit, style = _unit(table)
         col = VALUE_COLUMN[kind]
-        raise InputError(
-            source, int(lines[twin]),
+        raise error_at(
+            source, style, int(lines[twin]),
             f"duplicate (query_id, doc_id) = ({first[0]!r}, {first[1]!r}): {unit}s {int(lines[rows[0]])} and "
             f"{int(lines[twin])} ({col} {values[rows[0]]} and {values[twin]}); trec_eval refuses duplicates; pass "
             f"duplicates='first' or 'max' (CLI --duplicates) to keep one")

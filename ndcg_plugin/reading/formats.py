@@ -19,7 +19,10 @@ rules for blanks, comments, byte order marks and line ends (trec_eval 10.0's, fr
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ..errors import InputError
 
 BOM = b"\xef\xbb\xbf"
 WHITESPACE = b" \t\n\v\f\r"  # C isspace in the C locale; bytes.split() splits on exactly these
@@ -39,6 +42,7 @@ class Layout:
     expected: str           # what a line looks like, for error messages
     extra_allowed: bool = False
     rank_is_value: bool = False  # MS MARCO: score = -rank
+    unit: str = "line"      # what a row's number counts: "line" (1-based, text) or "row" (0-based, Parquet)
 
     @property
     def what(self) -> str:
@@ -54,6 +58,33 @@ LAYOUTS = {
     "msmarco": Layout("msmarco", 3, 0, 1, 2, True, "'query_id doc_id rank' in an MS MARCO run", rank_is_value=True),
 }
 RUN_FORMATS = ("auto", "trec", "msmarco")
+ROLES = {"qrels": ("query_id", "doc_id", "relevance"), "run": ("query_id", "doc_id", "score")}
+
+
+def column_names(kind: str, columns: Mapping[str, str] | None) -> dict[str, str]:
+    """{ir-measures column name: the name it has in the data} for a table's ``columns=`` option
+    (None: the ir-measures names themselves); a ValueError for a key that is not one of them."""
+    roles = ROLES[kind]
+    if columns is None:
+        return {r: r for r in roles}
+    if not isinstance(columns, Mapping):
+        raise TypeError(f"columns must be a dict {{ir-measures name: name in the data}}, got {type(columns).__name__}")
+    unknown = [k for k in columns if k not in roles]
+    names = {r: columns.get(r, r) for r in roles}
+    if unknown or not all(isinstance(v, str) for v in columns.values()) or len(set(names.values())) < len(roles):
+        raise ValueError(f"columns maps the {kind} columns {', '.join(roles)} to the names in the data, e.g. "
+                         f"{{'query_id': 'user_id'}}, one name each; got {dict(columns)!r}")
+    return names
+
+
+def error_at(source: str, unit: str, at: int, reason: str, text: str | None = None) -> InputError:
+    """The InputError of row or line ``at``: ``FILE:LINE: reason`` for a text file's line (and a
+    DataFrame's row), ``FILE: row N: reason`` for a Parquet row, whose ``line`` is then N."""
+    if unit == "line":
+        return InputError(source, at, reason, text)
+    error = InputError(source, None, f"row {at}: {reason}", text)
+    error.line = at
+    return error
 
 
 def is_comment(line: bytes, fields: list[bytes], kind: str) -> bool:

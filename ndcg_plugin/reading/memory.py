@@ -1,13 +1,15 @@
 """In-memory inputs: DataFrames, dicts of dicts and iterables of namedtuples, as tables."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import VALUE_COLUMN, InputError, Kind
-from .validate import from_columns
+from .formats import column_names
+from .validate import fast_strings, first_null, from_columns
 
 
 def empty(kind: Kind) -> pd.DataFrame:
@@ -16,19 +18,29 @@ def empty(kind: Kind) -> pd.DataFrame:
                          VALUE_COLUMN[kind]: np.array([], dtype=dtype), "line": np.array([], dtype=np.int64)})
 
 
-def from_dataframe(data: pd.DataFrame, kind: Kind, source: str) -> pd.DataFrame:
+def from_dataframe(data: pd.DataFrame, kind: Kind, source: str, columns: Mapping[str, str] | None = None
+                   ) -> pd.DataFrame:
+    """The table of a DataFrame (``columns``: the names of its columns, see :func:`.formats.column_names`).
+    Nothing is copied but what becomes the table: string id columns are converted to Arrow once
+    (Arrow-backed ones not at all), the values once."""
     col = VALUE_COLUMN[kind]
-    missing = [c for c in ("query_id", "doc_id", col) if c not in data.columns]
+    names = column_names(kind, columns)
+    missing = [r for r, n in names.items() if n not in data.columns]
     if missing:
-        raise InputError(source, None, f"missing columns {missing}; expected query_id, doc_id, {col} "
-                         f"(found {list(data.columns)})")
+        mapped = {r: names[r] for r in missing if names[r] != r}
+        via = f" (columns= names them {mapped})" if mapped else ""
+        raise InputError(source, None, f"missing columns {[names[r] for r in missing]}{via}; expected query_id, "
+                         f"doc_id, {col} (found {list(data.columns)})")
     if len(data) == 0:
         return empty(kind)
-    for c in ("query_id", "doc_id", col):
-        nulls = np.flatnonzero(data[c].isna().to_numpy())
-        if len(nulls):
-            raise InputError(source, int(nulls[0]), f"missing value in column {c}")
-    return from_columns(data["query_id"], data["doc_id"], data[col].to_numpy(), source, kind)
+    qids, dids, values = (data[names[r]] for r in names)
+    strings = (fast_strings(qids), fast_strings(dids))
+    for c, column, converted in (("query_id", qids, strings[0]), ("doc_id", dids, strings[1]), (col, values, None)):
+        null = first_null(column, converted)
+        if null is not None:
+            label = c if names[c] == c else f"{names[c]!r} ({c})"
+            raise InputError(source, null, f"missing value in column {label}")
+    return from_columns(qids, dids, values.to_numpy(), source, kind, strings=strings)
 
 
 def from_dict(data: dict, kind: Kind, source: str) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Bytes from where qrels and runs come from (a path, ``-`` for standard input, an open binary
 or text stream, or the text itself), gzip detected from the content, cut into blocks of whole
 lines; and :func:`parse_blocks`, which parses each block with the columnar parser or, where it
-declines, the line parser, numbering lines across blocks."""
+declines, the line parser, numbering lines across blocks. :func:`pieces` reads either a text
+file that way or a Parquet file (:mod:`.parquet`)."""
 from __future__ import annotations
 
 import gzip
@@ -9,15 +10,16 @@ import io
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..errors import BLOCK_BYTES, InputError
 from . import columnar, lines
-from .formats import delimiter_of, first_data_line, layout_for
+from .formats import column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
+from .parquet import check_run_format, is_parquet, parquet_pieces
 
 Progress = Callable[[int, int], None]
 
@@ -201,6 +203,22 @@ class _Prefixed:
         return self.stream.read(n)
 
 
+def pieces(data: Any, kind: str, source: str, run_format: str = "auto", block_bytes: int = BLOCK_BYTES,
+           progress: Progress | None = None, columns: Mapping[str, str] | None = None) -> Iterator[Parsed]:
+    """A file's parsed pieces, in order, before the duplicate policy: a text file's blocks
+    (:func:`parse_blocks`, lines numbered from 1) or a Parquet file's batches
+    (:func:`.parquet.parquet_pieces`, rows numbered from 0). ``columns``: the names of a Parquet
+    file's columns (see :func:`.formats.column_names`)."""
+    if is_parquet(data):  # pyarrow.parquet is imported only there
+        check_run_format(run_format, source)
+        column_names(kind, columns)  # a bad mapping is refused at once, not where the pieces are read
+        return parquet_pieces(data, kind, columns, source, block_bytes, progress)
+    if columns is not None:
+        raise ValueError("columns= names the columns of a Parquet file or a DataFrame; a text file's columns are "
+                         "found by their position")
+    return parse_blocks(blocks(data, source, block_bytes, progress), source, kind, run_format)
+
+
 def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: str = "auto",
                  columnar_ok: bool = True) -> Iterator[Parsed]:
     """Parse blocks in order: each with the columnar parser when the file's first data line is
@@ -210,6 +228,10 @@ def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: st
     first_line = 1
     file_start = True
     for chunk in chunks:
+        if file_start and chunk.startswith(b"PAR1") and b"\0" in chunk.head(4096):
+            raise InputError(source, None, "Parquet data (it starts with PAR1), which is read from a file: give its "
+                             "path, named *.parquet (a file that starts with PAR1 but does not end with it is a "
+                             "truncated Parquet file)")
         if layout is None:
             head = chunk.head(1 << 20)
             if len(head) < len(chunk):
