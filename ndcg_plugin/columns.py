@@ -154,10 +154,12 @@ def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     return np.repeat(run_codes.astype(dtype), lengths), uniques, sizes
 
 
-def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
+def _words(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(words, starts, ends) of a non-empty string array: ``words[i]`` is the 8 bytes from byte i
+    of the strings' data, with 8 zero bytes before and after it, as a little-endian uint64
+    (unaligned loads through a strided view; numpy releases the GIL while it gathers them, which
+    it does not for 8-byte void items), and each string's first and end byte in it."""
     n = len(arr)
-    if n == 0:
-        return
     _, off_buf, data_buf = arr.buffers()[:3]
     width = np.int64 if arr.type == pa.large_string() else np.int32
     offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
@@ -165,11 +167,14 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     b0, b1 = int(offsets[0]), int(offsets[-1])
     padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
     padded[8: 8 + b1 - b0] = data[b0:b1]
-    # the 8 bytes from each position as a uint64 (unaligned loads through a strided view; numpy
-    # releases the GIL while it gathers them, which it does not for 8-byte void items)
     words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
-    starts = offsets[:-1] - (b0 - 8)
-    ends = offsets[1:] - (b0 - 8)
+    return words, offsets[:-1] - (b0 - 8), offsets[1:] - (b0 - 8)
+
+
+def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
+    if len(arr) == 0:
+        return
+    words, starts, ends = _words(arr)
     length = ends - starts
     longest = int(length.max())
     short = np.minimum(length, 8) if longest > 8 else length
@@ -200,6 +205,24 @@ def fingerprints(values: Any) -> np.ndarray:
     # below _PARALLEL_MIN (a block of a streamed run, whose parse runs on the other core): one thread
     parallel_map(_fingerprint_chunk, jobs, threads=len(arr) >= _PARALLEL_MIN)
     return out
+
+
+def heads(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(head, length) per string: its first 8 bytes as a big-endian uint64 (zero bytes after a
+    shorter string's end) and its length in bytes. For strings of at most 8 bytes, (head, length)
+    orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart."""
+    arr = as_arrow_strings(values)
+    head = np.empty(len(arr), dtype=np.uint64)
+    length = np.empty(len(arr), dtype=np.int64)
+    pos = 0
+    for chunk in arr.chunks:
+        if len(chunk):
+            words, starts, ends = _words(chunk)
+            size = ends - starts
+            head[pos: pos + len(chunk)] = (words[starts] & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
+            length[pos: pos + len(chunk)] = size
+            pos += len(chunk)
+    return head, length
 
 
 def parallel_map(fn, args: list, threads: bool = True) -> list:

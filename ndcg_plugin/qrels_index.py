@@ -19,7 +19,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import as_arrow_strings, columns_of, factorize, fingerprints, from_numpy, take_sorted, to_numpy
+from .columns import (
+    as_arrow_strings,
+    columns_of,
+    factorize,
+    fingerprints,
+    from_numpy,
+    group_codes,
+    heads,
+    take_sorted,
+    to_numpy,
+)
 
 
 def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArray | pa.Array,
@@ -31,17 +41,41 @@ def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArr
     return to_numpy(same, null=False).astype(bool)
 
 
-def _searchsorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
+def _searchsorted(haystack: np.ndarray, needles: np.ndarray, near_sorted: bool = False) -> np.ndarray:
     """``np.searchsorted(haystack, needles)`` clipped to valid positions, searched in the needles'
     sorted order (numpy then starts each search where the last one ended: half the time on
-    random 64-bit keys); needles already sorted (a run grouped like the qrels) skip the sort."""
-    if len(needles) > 1 and np.any(needles[1:] < needles[:-1]):
+    random 64-bit keys). ``near_sorted``: the needles already come in runs of close keys (pair
+    keys of a run grouped like the qrels), which searches as fast without the sort."""
+    if not near_sorted and len(needles) > 1 and np.any(needles[1:] < needles[:-1]):
         order = np.argsort(needles)
         pos = np.empty(len(needles), dtype=np.intp)
         pos[order] = np.searchsorted(haystack, needles[order])
     else:
         pos = np.searchsorted(haystack, needles)
     return np.minimum(pos, len(haystack) - 1)
+
+
+def _sorted_codes(qids: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """(the distinct ids in code point (UTF-8 byte) order, each row's position there): one hash
+    pass over the runs of equal ids (qrels are grouped by query), and no sort when the ids come
+    sorted already."""
+    codes, uniques, _ = group_codes(qids)
+    if _increasing(uniques):
+        return uniques, codes.astype(np.int64)
+    order = to_numpy(pc.sort_indices(uniques)).astype(np.int64)
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return uniques.take(from_numpy(order)), position[codes]
+
+
+def _increasing(ids: pa.Array) -> bool:
+    """Whether the ids are strictly increasing in byte order."""
+    if len(ids) < 2:
+        return True
+    head, length = heads(ids)
+    if length.max() <= 8:
+        return bool(np.all((head[1:] > head[:-1]) | ((head[1:] == head[:-1]) & (length[1:] > length[:-1]))))
+    return bool(pc.all(pc.greater(ids.slice(1), ids.slice(0, len(ids) - 1))).as_py())
 
 
 class QrelsIndex:
@@ -51,9 +85,7 @@ class QrelsIndex:
 
     def __init__(self, qrels: Any, exact: bool = False):
         qids, docs, rel = columns_of(qrels, "relevance")
-        uniques = qids.unique()
-        self.qid_values = uniques.take(pc.sort_indices(uniques))  # code point (UTF-8 byte) order
-        row_q = to_numpy(pc.index_in(qids, value_set=self.qid_values)).astype(np.int64)  # once
+        self.qid_values, row_q = _sorted_codes(qids)
         self._qids: np.ndarray | None = None
         self._memo: dict = {}
         fp = fingerprints(self.qid_values)
@@ -117,7 +149,7 @@ class QrelsIndex:
             at, rows = self._exact_positions(q, docs)
         else:
             keys = self._pair_keys(q, fingerprints(docs))
-            pos = _searchsorted(self.keys, keys)
+            pos = _searchsorted(self.keys, keys, near_sorted=len(q) < 2 or bool(np.all(q[1:] >= q[:-1])))
             rows = np.flatnonzero(self.keys[pos] == keys)
             at = pos[rows]
             ok = _confirmed(as_arrow_strings(docs), rows, self._docs, self._doc_order[at])

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import columns_of, from_numpy, group_codes, take_sorted, to_numpy
+from .columns import columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
 
@@ -168,7 +168,13 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
             pos, ends, kth = pos[more], ends[more], kth[more]
             extra.append(pos.copy())
             pos += 1
-        return np.sort(np.concatenate([first, *extra])) if extra else first
+        if not any(len(e) for e in extra):
+            return first
+        keep = np.zeros(n, dtype=bool)  # ascending without a sort
+        keep[first] = True
+        for e in extra:
+            keep[e] = True
+        return np.flatnonzero(keep)
     if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
         present = sizes > 0
         if np.all(sizes[present] == sizes[present][0]):
@@ -199,13 +205,21 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
         rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        tied = docs.take(from_numpy(order[rows]))
-        if isinstance(tied, pa.ChunkedArray):
-            tied = tied.combine_chunks()
-        # dense ranks in byte order (= code point order of UTF-8), as trec_eval's strcmp
-        doc_rank = to_numpy(pc.rank(tied, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
-        order[rows] = order[rows][np.lexsort((-doc_rank, -ss[rows], gs[rows]))]
+        order[rows] = order[rows][np.lexsort((*_descending_bytes(docs.take(from_numpy(order[rows]))), -ss[rows],
+                                              gs[rows]))]
     return order
+
+
+def _descending_bytes(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, ...]:
+    """lexsort keys (least significant first) that order strings by their bytes descending (as
+    trec_eval's strcmp orders doc ids, UTF-8 byte order being code point order): for ids of at
+    most 8 bytes their heads and lengths (:func:`columns.heads`), else Arrow's dense ranks."""
+    head, length = heads(ids)
+    if len(length) == 0 or length.max() <= 8:
+        return -length, ~head
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    return (-to_numpy(pc.rank(ids, sort_keys="ascending", tiebreaker="dense")).astype(np.int64),)
 
 
 def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
