@@ -35,7 +35,7 @@ from .reading.ahead import read_ahead
 from .reading.duplicates import resolve_duplicates
 from .reading.formats import LAYOUTS
 from .reading.lines import Parsed
-from .reading.sources import blocks, parse_blocks, source_name
+from .reading.sources import pieces, source_name
 from .stream import complete_queries
 
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
@@ -115,8 +115,7 @@ class _Qrels:
 
     def __init__(self, path: Any, duplicates: str, block_bytes: int):
         self.source = source_name(path, "<stream>")
-        self.pieces = read_ahead(complete_queries(parse_blocks(blocks(path, self.source, block_bytes), self.source,
-                                                               "qrels")), depth=1)
+        self.pieces = read_ahead(complete_queries(pieces(path, "qrels", self.source, block_bytes=block_bytes)), depth=1)
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
         self.first: Parsed | None = None

@@ -361,8 +361,6 @@ def test_cli_text_qrels_with_a_parquet_run_prints_what_the_text_run_gives(tmp_pa
     assert want.returncode == got.returncode == 0 and got.stdout == want.stdout, got.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="side_by_side.py (not the reader's) reads a qrels file beside a streamed "
-                   "run as text: it needs reading.sources.pieces(path, 'qrels', source, block_bytes=...)")
 def test_cli_parquet_qrels_and_run_print_what_the_text_files_give(tmp_path):
     qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
     want = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10")
