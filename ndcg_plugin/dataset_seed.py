@@ -45,7 +45,7 @@ def _counts(owner: str, kind: str, text: str, source: str) -> tuple[bool, str]:
 
     meta = _metadata(owner, kind)
     if kind == "qrels":
-        table = reading.read(text, "qrels", source=source)
+        table = reading.read(text.encode("utf-8"), "qrels", source=source)  # bytes: the content, never a path
         counts = Counter(table["relevance"].tolist())
         summary = f"{len(table)} judgments, {table['query_id'].nunique()} queries"
         expected = meta.get("count")
@@ -83,9 +83,14 @@ def _expected(target: Target, dataset_id: str, kind: str) -> str:
 
 def _write(path: Path, data: bytes) -> None:
     """Through a temporary file in the same folder and a rename: an interrupted seed leaves
-    nothing half-written; the file gets the usual permissions (0644 under umask 022)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    nothing half-written (and what a killed seed left is removed by the next one); the file gets
+    the usual permissions (0644 under umask 022); a failure is one DatasetError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_parts(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".part")
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot write there ({e.strerror or e}); nothing was placed") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -95,10 +100,31 @@ def _write(path: Path, data: bytes) -> None:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise DatasetError(f"{path}: cannot write it ({e.strerror or e}); nothing was placed") from None
         raise
+
+
+def _remove_stale_parts(path: Path) -> None:
+    """Remove the temporary files of seeds of ``path`` that ended without cleaning up (killed):
+    those of a process that no longer runs, and those of an earlier version, which named none."""
+    for part in path.parent.glob(f".{path.name}.*.part"):
+        pid = part.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+                continue  # that seed is still running
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue  # a process of another user
+        try:
+            part.unlink()
+        except OSError:
+            pass
 
 
 def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
@@ -159,7 +185,7 @@ def _by_content(target: Target, dataset_id: str, kind: str, source: Path, plain:
     try:
         ok, summary = _counts(target.owner, kind, plain.decode("utf-8-sig", errors="replace"), str(source))
     except InputError as e:
-        ok, summary = False, str(e)
+        ok, summary = False, (f"line {e.line}: {e.reason}" if e.line is not None else e.reason)
     recorded_md5 = target.md5 and not target.gzipped
     if ok and not recorded_md5:
         return _in_target_form(target, plain), "checked by content: " + summary

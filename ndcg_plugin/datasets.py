@@ -29,9 +29,17 @@ from .errors import DatasetError
 
 
 def import_ir_datasets():
-    """ir_datasets, imported on first use (slow to import), with its info logging quieted."""
+    """ir_datasets, imported on first use (slow to import), with its info logging quieted; a
+    DatasetError naming IR_DATASETS_HOME when it cannot start (it creates its cache folder on
+    import: a read-only place or a regular file there stops it)."""
     logging.getLogger("ir_datasets").setLevel(logging.WARNING)
-    import ir_datasets
+    try:
+        import ir_datasets
+    except OSError as e:
+        home = os.environ.get("IR_DATASETS_HOME", "~/.ir_datasets (the default)")
+        raise DatasetError(f"ir-datasets cannot start: its cache IR_DATASETS_HOME={home} is not a folder it can "
+                           f"write ({e.strerror or e}{': ' + e.filename if getattr(e, 'filename', None) else ''}); "
+                           f"set IR_DATASETS_HOME to one") from None
     return ir_datasets
 
 
@@ -159,7 +167,7 @@ def locate(dataset_id: str, kind: str) -> Target | None:
     if found is None:
         return None
     target = _target(found[0], dataset_id)
-    if target is not None and found[1]:
+    if target is not None:  # a parent may read the same file: through this handler, or with its own
         target.owner = _owner(dataset_id, kind, target.path)
     return target
 

@@ -28,7 +28,7 @@ import ir_measures
 from ir_measures import Metric
 
 from .aggregate import aggregate_arrays, per_query_values
-from .errors import BLOCK_BYTES
+from .errors import BLOCK_BYTES, InputError
 from .measures import PluginMeasure, registry, spec_of
 
 #: the name of the plugin's engine among ir-measures' providers
@@ -88,6 +88,29 @@ class ReadOptions:
     duplicates: str = "error"
     block_bytes: int = BLOCK_BYTES
     progress: Any = None
+
+
+def refuse_crashing_queries(qrels: Any, measures: list, source: str = "qrels") -> None:
+    """An InputError naming the first qrels query whose labels are all -2 or lower: trec_eval 10.0
+    and pytrec_eval allocate a negative size for it and die (a segmentation fault, or a loop), so
+    such qrels are never handed to them."""
+    import numpy as np
+
+    from .columns import columns_of, group_codes
+    qids, _, rel = columns_of(qrels, "relevance")
+    rel = np.asarray(rel, dtype=np.int64)
+    if not np.any(rel <= -2):
+        return
+    codes, uniques, _ = group_codes(qids)
+    highest = np.full(len(uniques), np.iinfo(np.int64).min)
+    np.maximum.at(highest, codes, rel)
+    bad = np.flatnonzero(highest <= -2)
+    if len(bad):
+        names = " ".join(map(str, measures))
+        raise InputError(source, None, f"query {uniques[int(bad[0])].as_py()!r} has only labels of -2 or lower: "
+                         f"trec_eval and pytrec_eval crash on such a query, so {names} (computed by pytrec_eval) "
+                         f"cannot be; the plugin's own measures evaluate it (give the query a label of -1 or more, "
+                         f"or leave it out)")
 
 
 def _is_regular_file(path: Any) -> bool:
@@ -209,6 +232,7 @@ class Evaluation:
             streamed = self._side_by_side(qrels, per_query)
             if streamed is not None:
                 return streamed
+        source = str(qrels) if isinstance(qrels, (str, os.PathLike)) else "qrels"
         qrels = self.read_qrels(qrels)
         run, groups = self.run, None
         if not self.streams and reading.is_file_like(run):
@@ -222,7 +246,7 @@ class Evaluation:
             out.query_ids = list(index.qids)
             out.aggregates.update(aggregate(out.values))
         if self.others:
-            self._compute_others(qrels, run, per_query, out)
+            self._compute_others(qrels, run, per_query, out, source)
         out.aggregates = {m: out.aggregates[m] for m in self.measures}
         return out
 
@@ -245,7 +269,9 @@ class Evaluation:
             out.query_ids, out.values = sink.per_query()
         return out
 
-    def _compute_others(self, qrels, run, per_query: bool, out: Results) -> None:
+    def _compute_others(self, qrels, run, per_query: bool, out: Results, source: str = "qrels") -> None:
+        if "pytrec_eval" in self.other_providers():
+            refuse_crashing_queries(qrels, [m for m in self.others if self.routes[m] == "pytrec_eval"], source)
         calc = ir_measures.providers.registry[self.provider] if self.provider else ir_measures
         if not per_query:
             out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))

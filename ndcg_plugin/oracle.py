@@ -31,14 +31,15 @@ class Oracle:
             res = ev.evaluate(run)
             key = measure.replace(".", "_")
             return {q: v[key] for q, v in res.items()}
-        return _run_binary(self.binary, qrels, run, measure, rel)
+        return _run_binary(self.binary, pytrec_safe(qrels, "ndcg-plugin-padding-doc"), run, measure, rel)
 
 
-def pytrec_safe(qrels: dict) -> dict:
-    """pytrec_eval (0.5.x) corrupts memory and may segfault when a query's qrels hold only
-    negative labels. Such a query gets one extra judged-non-relevant (label 0) doc that no run
-    retrieves: it changes no measure (label 0 has gain 0 and is not relevant) but avoids the crash."""
-    return {q: (docs if any(r >= 0 for r in docs.values()) else {**docs, PADDING_DOC: 0}) for q, docs in qrels.items()}
+def pytrec_safe(qrels: dict, padding: str = PADDING_DOC) -> dict:
+    """trec_eval 10.0 and pytrec_eval (0.5.x) allocate a negative size, and crash, for a query
+    whose labels are all -2 or lower. A query with only negative labels gets one extra judged
+    non-relevant (label 0) doc ``padding`` that no run retrieves: it changes none of the measures
+    crosscheck asks for (label 0 has gain 0 and is not relevant) but avoids the crash."""
+    return {q: (docs if any(r >= 0 for r in docs.values()) else {**docs, padding: 0}) for q, docs in qrels.items()}
 
 
 def _run_binary(binary: str, qrels: dict, run: dict, measure: str, rel: int) -> dict:

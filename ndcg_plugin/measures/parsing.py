@@ -84,6 +84,10 @@ def _parse_one(part: str):
         m.validate_params()
     except (ValueError, AssertionError) as e:
         raise ValueError(f"invalid measure {part!r}: {e}") from None
+    cutoff = m.params.get("cutoff")
+    if isinstance(cutoff, int) and not isinstance(cutoff, bool) and cutoff < 1:
+        # pytrec_eval aborts on P@0 and nDCG@0 (an assertion), and RR@0 would silently be 0
+        raise ValueError(f"invalid measure {part!r}: the cutoff must be a positive integer (k >= 1), got {cutoff}")
     return m
 
 
