@@ -153,7 +153,12 @@ def test_seed_refuses_a_wrong_file_unless_forced(tmp_path):
     assert_one_line_error(proc, "md5 521ff630abe77a3e120417565ff025f1 is not what ir-datasets records",
                           "a file with md5 2f4be390198da108f6845c822e5ada14", "--force")
     assert not (tmp_path / "msmarco-passage/trec-dl-2019/qrels").exists()
-    forced = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(wrong), "--force")
+    # the judged subset reads its parent's file: --force does not write over it (it would change the
+    # parent's numbers too); for the parent itself, --force places it
+    refused = cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(wrong), "--force")
+    assert_one_line_error(refused, "would change msmarco-passage/trec-dl-2019 too", "not even with --force")
+    assert not (tmp_path / "msmarco-passage/trec-dl-2019/qrels").exists()
+    forced = cli(tmp_path, "datasets", "seed", "msmarco-passage/trec-dl-2019", "--qrels", str(wrong), "--force")
     assert forced.returncode == 0 and "(--force)" in forced.stdout
 
 
