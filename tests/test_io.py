@@ -195,3 +195,130 @@ def test_read_trec_run_iterators_are_consumed_as_iterators_never_through_their_f
     started = ir_measures.read_trec_run(str(DATA / "tiny.run"))
     first = next(started)  # a started iterator is consumed from where it is
     assert len(read(started, "run")) == 2 and first.doc_id == "d2"
+
+
+# --- DataFrames: every id column kind against a plain-Python oracle ---------------------------
+
+def _id_column(values: list, kind: str):
+    """A DataFrame column of ids stored as users store them."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    if kind == "object":
+        return pd.Series(np.array(values, dtype=object), dtype=object)
+    if kind == "int64":
+        return pd.Series(np.array(values, dtype=np.int64))
+    if kind == "arrow":  # pandas' default for strings (Arrow-backed), several chunks as Parquet or CSV give
+        half = len(values) // 2
+        chunks = pa.chunked_array([pa.array(values[:half], type=pa.large_string()),
+                                   pa.array(values[half:], type=pa.large_string())])
+        return pd.Series(pd.arrays.ArrowStringArray(chunks))
+    if kind == "arrow-dtype":
+        return pd.Series(pd.array(values, dtype=pd.ArrowDtype(pa.string())))
+    return pd.Series(pd.array(values, dtype="string[python]"))
+
+
+def _oracle(qids: list, docs: list, values: list) -> tuple:
+    """The table the rules give (a repeated pair: its first row kept), or (row, the error's
+    words), one row at a time in Python: missing values first (query_id, doc_id, then the value
+    column), then empty ids."""
+    for column in (qids, docs, values):
+        for i, v in enumerate(column):
+            if v is None:
+                return "error", i, "missing value"
+    for name, column in (("query_id", qids), ("doc_id", docs)):
+        for i, v in enumerate(column):
+            if v == "":
+                return "error", i, f"empty {name}"
+    rows: dict = {}
+    for i, (q, d) in enumerate(zip(qids, docs, strict=True)):
+        rows.setdefault((q if isinstance(q, str) else str(q), d if isinstance(d, str) else str(d)), i)
+    kept = sorted(rows.values())
+    return ([k[0] for k in rows], [k[1] for k in rows], [float(values[i]) for i in kept], kept)
+
+
+@st.composite
+def frames(draw):
+    """Columns of string ids (leading zeros, unicode, sometimes empty or missing), integer ids,
+    or integers mixed with strings in an object column, in every storage pandas offers."""
+    n = draw(st.integers(1, 12))
+    text = st.one_of(st.from_regex(r"\A0[0-9]{0,3}\Z"), st.text(st.characters(blacklist_categories=("Cs",)),
+                                                                 min_size=1, max_size=5))
+    columns = []
+    for _ in range(2):
+        kind = draw(st.sampled_from(["object", "int64", "arrow", "arrow-dtype", "python", "mixed"]))
+        if kind == "int64":
+            values = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=n, max_size=n))
+        elif kind == "mixed":
+            values = draw(st.lists(st.one_of(text, st.integers(-(10**12), 10**12)), min_size=n, max_size=n))
+            kind = "object"
+        else:
+            odd = st.sampled_from([None, ""]) if draw(st.integers(0, 4)) == 0 else st.nothing()
+            values = draw(st.lists(st.one_of(text, odd), min_size=n, max_size=n))
+        columns.append((values, kind))
+    scores = draw(st.lists(st.one_of(st.floats(-1e9, 1e9), st.just(None) if draw(st.integers(0, 9)) == 0
+                                     else st.nothing()), min_size=n, max_size=n))
+    return columns, scores
+
+
+@settings(max_examples=400, deadline=None)
+@given(frames())
+def test_dataframe_ids_of_every_storage_read_as_the_rules_say(case):
+    import numpy as np
+    import pandas as pd
+
+    ((qids, q_kind), (docs, d_kind)), scores = case
+    frame = pd.DataFrame({"query_id": _id_column(qids, q_kind), "doc_id": _id_column(docs, d_kind),
+                          "score": np.array([np.nan if s is None else s for s in scores])})
+    before = frame.copy(deep=True)
+    expected = _oracle(qids, docs, scores)
+    try:
+        table = read(frame, "run", duplicates="first")
+        got = (list(table["query_id"]), list(table["doc_id"]), table["score"].tolist(), table["line"].tolist())
+    except InputError as e:
+        got = ("error", e.line, e.reason)
+    if expected[0] == "error":
+        assert got[:2] == expected[:2] and expected[2] in got[2], (got, expected)
+    else:
+        assert got == expected
+        table.loc[0, "query_id"] = "changed"  # the table is the caller's own: the frame stays as given
+    assert frame.equals(before) and list(frame.dtypes) == list(before.dtypes)
+
+
+def test_dataframe_string_ids_stay_arrow_strings_without_a_copy():
+    import pandas as pd
+    import pyarrow as pa
+
+    ids = pa.chunked_array([pa.array(["q1", "q1"], type=pa.large_string()), pa.array(["q2"], type=pa.large_string())])
+    frame = pd.DataFrame({"query_id": pd.arrays.ArrowStringArray(ids), "doc_id": ["a", "b", "c"],
+                          "score": [1.0, 2.0, 3.0]})
+    table = read(frame, "run")
+    got = table["query_id"].array.__arrow_array__()
+    assert got.num_chunks == 2 and got.chunk(0).buffers()[2].address == ids.chunk(0).buffers()[2].address
+    assert table["doc_id"].array.__arrow_array__().to_pylist() == ["a", "b", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "e1", "é"]), min_size=1, max_size=7), min_size=1,
+                max_size=8))
+def test_duplicates_in_grouped_queries_of_several_small_sizes_are_found_exactly(queries):
+    # the small-queries check (each size's queries sorted row by row) against counting the pairs
+    from collections import Counter
+
+    import pyarrow as pa
+
+    from ndcg_plugin.columns import fingerprints, group_codes
+    from ndcg_plugin.reading import duplicates
+
+    qids = [f"q{i}" for i, docs in enumerate(queries) for _ in docs]
+    docs = [d for ds in queries for d in ds]
+    pairs = list(zip(qids, docs, strict=True))
+    counts = Counter(pairs)
+    mask = duplicates.mask_of(pa.chunked_array([pa.array(qids, type=pa.large_string())]),
+                              pa.chunked_array([pa.array(docs, type=pa.large_string())]))
+    assert ([False] * len(qids) if mask is None else mask.tolist()) == [counts[p] > 1 for p in pairs]
+    # the fast check itself: it shows distinct docs exactly when there are (ids this short are
+    # their own fingerprints), for grouped queries of any sizes
+    shown = duplicates.distinct_within_small_queries(fingerprints(docs), group_codes(qids)[0])
+    assert shown == (len(qids) >= 2 and max(counts.values()) == 1)

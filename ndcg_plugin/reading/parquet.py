@@ -279,7 +279,9 @@ def _batches(file: str, kind: str, names: dict[str, str], source: str, rows: int
     file) for each batch of one file."""
     import pyarrow.parquet as pq
     try:
-        pf = pq.ParquetFile(file)
+        # pre_buffer (pyarrow's default) reads a row group's column chunks ahead into fresh
+        # memory: for a local file, twice the time and 150 MB more on a 10M-row run
+        pf = pq.ParquetFile(file, pre_buffer=False)
     except FileNotFoundError:
         raise InputError(source, None, "file not found" + ("" if file == source else f": {file}")) from None
     except PermissionError:

@@ -185,9 +185,7 @@ _DEFAULT: dict = {}
 def from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
                   lines: np.ndarray | None = None, strings: tuple = (UNKNOWN, UNKNOWN)) -> pd.DataFrame:
     """The table of in-memory columns (``strings``: their :func:`fast_strings`, if computed)."""
-    n = len(qids)
-    if lines is None:
-        lines = np.arange(n)
+    lines = np.arange(len(qids), dtype=np.int64) if lines is None else np.array(lines, dtype=np.int64)
     q = _ids(qids, source, "query_id", strings[0])
     d = _ids(dids, source, "doc_id", strings[1])
     # copy=False: every column is new (the ids are Arrow arrays wrapped, check_values converts
@@ -196,5 +194,5 @@ def from_columns(qids: Any, dids: Any, values: Any, source: str, kind: Kind,
         "query_id": string_array(q, qids),
         "doc_id": string_array(d, dids),
         VALUE_COLUMN[kind]: check_values(values, source, kind, lines),
-        "line": np.array(lines, dtype=np.int64),
+        "line": lines,
     }, copy=False)
