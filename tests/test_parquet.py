@@ -282,6 +282,33 @@ def test_parquet_is_told_by_name_directory_or_magic_bytes_at_both_ends(tmp_path)
         read(parquet.read_bytes(), "run")
 
 
+def test_a_pipe_is_not_opened_to_look_for_parquet_bytes(tmp_path):
+    # `ndcg-plugin eval QRELS <(zcat run.gz)`: looking for PAR1 in a pipe would eat its first bytes
+    import os
+    import threading
+    fifo = tmp_path / "run.pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_text, args=("q1 Q0 a 1 1.0 t\n",), daemon=True)
+    writer.start()
+    out: list = []
+    reader = threading.Thread(target=lambda: out.append(columns(read(fifo, "run"), "run")), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    assert out == [(["q1"], ["a"], [1.0], [1])]
+
+
+def test_progress_counts_the_files_bytes_up_to_their_size(tmp_path):
+    _, parquet = write_run(tmp_path, [(f"q{i // 10}", f"d{i}", float(i)) for i in range(1000)], row_group_size=100)
+    calls: list = []
+    read(parquet, "run", progress=lambda done, total: calls.append((done, total)))
+    size = parquet.stat().st_size
+    assert calls and calls[-1] == (size, size) and all(0 <= d <= t == size for d, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    calls.clear()
+    list(RunFile(parquet, block_bytes=32 * 300, progress=lambda d, t: calls.append((d, t))).take_blocks())
+    assert len(calls) >= 4 and calls[-1] == (size, size) and 0 < calls[0][0] < size
+
+
 def test_a_directory_is_its_files_in_path_order_rows_numbered_across_them(tmp_path):
     folder = tmp_path / "run"
     (folder / "b").mkdir(parents=True)

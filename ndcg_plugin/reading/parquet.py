@@ -64,6 +64,8 @@ def is_parquet(data: Any) -> bool:
     path = os.fspath(data)
     if path.lower().endswith(".parquet") or os.path.isdir(path):
         return True
+    if not os.path.isfile(path):
+        return False  # a pipe (``<(zcat run.gz)``) is not opened here: its first bytes would be lost
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
