@@ -247,7 +247,7 @@ def parquet_pieces(data: Any, kind: str, columns: Mapping[str, str] | None = Non
     names = column_names(kind, columns)
     rows = max(1, block_bytes // BYTES_PER_ROW)
     files = files_of(path, source)
-    scale = _progress_scale(files, source) if progress is not None else None
+    scale = _progress_scale(files) if progress is not None else None
     done, pending = 0, []
     for file in files:
         for batch, plan, file_row in _batches(file, kind, names, source, rows):
@@ -264,7 +264,7 @@ def parquet_pieces(data: Any, kind: str, columns: Mapping[str, str] | None = Non
         progress(scale[1], scale[1])
 
 
-def _progress_scale(files: list[str], source: str) -> tuple[float, int]:
+def _progress_scale(files: list[str]) -> tuple[float, int]:
     """(bytes per row, total bytes) of the files, from their footers."""
     import pyarrow.parquet as pq
     total_bytes = sum(os.path.getsize(f) for f in files)
@@ -294,7 +294,7 @@ def _batches(file: str, kind: str, names: dict[str, str], source: str, rows: int
         plan = _Plan(pf.schema_arrow, kind, names, source, file)
         wanted = list(names.values())
         file_row = 0
-        batches = pf.iter_batches(batch_size=rows, columns=list(dict.fromkeys(wanted)), use_threads=True)
+        batches = pf.iter_batches(batch_size=rows, columns=wanted, use_threads=True)
         while True:
             try:
                 batch = next(batches, None)
