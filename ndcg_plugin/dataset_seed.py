@@ -81,7 +81,7 @@ def _expected(target: Target, dataset_id: str, kind: str) -> str:
     return f"ir-datasets expects {' or '.join(parts) or 'another file'} at {target.path} for {whose}"
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     """Through a temporary file in the same folder and a rename: an interrupted seed leaves
     nothing half-written (and what a killed seed left is removed by the next one); the file gets
     the usual permissions (0644 under umask 022); a failure is one DatasetError."""
@@ -151,7 +151,7 @@ def _place(dataset_id: str, kind: str, source: Path, force: bool) -> Seeded:
         check += "; " + _counts(target.owner, kind, plain.decode("utf-8-sig"), str(source))[1]
     else:
         data, check = _by_content(target, dataset_id, kind, source, plain, hashlib.md5(raw).hexdigest(), force)
-    _write(target.path, data)
+    write_atomically(target.path, data)
     return Seeded(kind, target.path, check)
 
 
