@@ -157,7 +157,7 @@ def check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.
     return arr
 
 
-def string_array(strings: pa.ChunkedArray, like: Any = None):
+def string_array(strings: pa.ChunkedArray, like: Any = None) -> pd.api.extensions.ExtensionArray:
     """A pandas string array over Arrow strings (no copy), of ``like``'s string dtype (its
     Arrow-backed twin for a Python-backed one) or, for other ids, of the dtype pandas gives
     strings (``str`` in pandas 3; ``string[pyarrow]`` where that is not Arrow-backed)."""
