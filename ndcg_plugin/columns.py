@@ -120,14 +120,11 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     pass (Arrow's dictionary encoding)."""
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
-    encoded = pc.dictionary_encode(arr)
-    if isinstance(encoded, pa.ChunkedArray):
-        encoded = encoded.unify_dictionaries() if encoded.num_chunks > 1 else encoded
-        chunks = encoded.chunks
-        if not chunks:
+    if isinstance(arr, pa.ChunkedArray):  # one array: unifying the dictionaries of many chunks is quadratic
+        if arr.num_chunks == 0:
             return np.zeros(0, dtype=np.int64), pa.array([], type=arr.type)
-        return (np.concatenate([to_numpy(c.indices).astype(np.int64) for c in chunks]),
-                chunks[0].dictionary)
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    encoded = pc.dictionary_encode(arr)
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
