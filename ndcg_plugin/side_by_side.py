@@ -182,7 +182,9 @@ def evaluate(qrels_path: Any, run_pieces: Iterator[Parsed], run_source: str, spe
     both streamed, into ``sink`` (``add(query ids, {spec: Values})`` per block). Unsorted when the
     files are not both sorted in one order: the caller then discards the sink."""
     specs = list(dict.fromkeys(specs))
-    qrels = _Qrels(qrels_path, duplicates, block_bytes)
+    # the qrels in smaller blocks: a run block needs the qrels of its own queries only, and two
+    # qrels blocks are held (one read ahead) beside the run's
+    qrels = _Qrels(qrels_path, duplicates, max(block_bytes // 4, 1 << 16))
     try:
         _merge(qrels, run_pieces, run_source, specs, sink, duplicates)
     except _QrelsFailed as e:
