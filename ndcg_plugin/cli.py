@@ -289,6 +289,25 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_reproduce(args) -> int:
+    """``reproduce runs|table``: the report, computed and laid out by :func:`ndcg_plugin.reproduce_writers.command`."""
+    import argparse
+
+    from .reproduce_writers import command
+    given = (args.qrels, vars(args).get("rep_qrels"))
+    qrels = [q and _qrels(*_qrels_source(argparse.Namespace(qrels=q))) for q in given]
+    try:
+        text, note, code = command(args, *qrels)
+    except InputError:
+        raise
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(text)
+    if note:
+        print(f"ndcg-plugin: {note}", file=sys.stderr)
+    return code
+
+
 def cmd_measures(args) -> int:
     for m in registry.measures():
         print(f"{m.NAME}: {m.SHORT_DESC}")
@@ -300,7 +319,8 @@ def cmd_measures(args) -> int:
 
 
 HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compare, "explain": cmd_explain,
-            "measures": cmd_measures, "datasets_seed": cmd_datasets_seed, "datasets_info": cmd_datasets_info}
+            "measures": cmd_measures, "datasets_seed": cmd_datasets_seed, "datasets_info": cmd_datasets_info,
+            "reproduce": cmd_reproduce}
 
 
 def build_parser():

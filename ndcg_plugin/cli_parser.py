@@ -96,6 +96,45 @@ def _add_compare(sub, parents: dict) -> None:
     c.set_defaults(handler="compare")
 
 
+def _add_reproduce(sub, parents: dict) -> None:
+    r = sub.add_parser("reproduce", help="how close a reproduction is: runs against the original runs (Breuer "
+                       "et al., SIGIR 2020), or a table against the paper's (docs/reproduce.md)")
+    rsub = r.add_subparsers(dest="reproduce_command", required=True)
+    common = [parents["reading"], parents["places"]]
+    ru = rsub.add_parser("runs", parents=common, help="KTU, RBO, ARP, RMSE, ER, DeltaRI and t-tests of reproduced "
+                         "runs against the original baseline and advanced runs")
+    ru.add_argument("qrels", help="the original runs' qrels (file or ir-datasets id); the reproduced runs' too, "
+                    "unless --rep-qrels")
+    for name, what in (("orig_baseline", "original baseline"), ("orig_advanced", "original advanced"),
+                       ("rep_baseline", "reproduced baseline"), ("rep_advanced", "reproduced advanced")):
+        ru.add_argument(name, metavar=name.upper(), help=f"the {what} run")
+    ru.add_argument("--rep-qrels", metavar="QRELS", help="the reproduced runs' qrels on another collection: "
+                    "unpaired t-tests, and no KTU, RBO or RMSE (default: the same qrels, paired t-tests)")
+    ru.add_argument("-m", "--measures", nargs="+", required=True, metavar="MEASURE",
+                    help=f"measures (put -m after the files), e.g. nDCG@10 AP {' '.join(examples())}")
+    ru.add_argument("--cutoffs", nargs="+", type=int, metavar="K", help="KTU and RBO cutoffs (default: the "
+                    "paper's 5 10 20 50 100 1000)")
+    ru.add_argument("--rbo", choices=["truncated", "ext"], default="truncated", help="truncated: repro_eval's "
+                    "normalised truncated RBO, p 0.95 (default); ext: the paper's extrapolated RBO, p 0.8")
+    ru.add_argument("--rbo-p", type=float, metavar="P", help="RBO's persistence (default: the variant's)")
+    ru.add_argument("--per-topic", action="store_true", help="with -o csv or jsonl: also each topic's KTU, RBO "
+                    "and measure values")
+    ru.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    ru.add_argument("--plot", metavar="FILE.png", help="per-topic differences, reproduced - original (needs "
+                    "the [plot] extra)")
+    ru.set_defaults(handler="reproduce")
+    ta = rsub.add_parser("table", parents=common, help="a paper's printed table, cell by cell, against ours")
+    ta.add_argument("published", metavar="PUBLISHED.csv", help="the paper's table: columns run, measure, value "
+                    "and optionally decimals")
+    ta.add_argument("qrels", help="TREC qrels file, or an ir-datasets id")
+    ta.add_argument("runs", nargs="+", metavar="RUN", help="the runs; the table's run column names each by its "
+                    "name (--names) or its file name, with or without extensions")
+    ta.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
+    ta.add_argument("--percent", action="store_true", help="the paper printed values x 100")
+    ta.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
+    ta.set_defaults(handler="reproduce")
+
+
 def _add_explain(sub, parents: dict) -> None:
     x = sub.add_parser("explain", help="show how one query's score is computed",
                        parents=[parents["files"], parents["reading"], parents["places"]])
@@ -128,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_crosscheck(sub, parents)
     _add_compare(sub, parents)
     _add_explain(sub, parents)
+    _add_reproduce(sub, parents)
     sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(handler="measures")
     _add_datasets(sub)
     return p

@@ -10,6 +10,7 @@ average, is ``eval``'s number.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import reading
-from .columns import columns_of
+from .aggregate import Values
+from .columns import columns_of, group_codes
 from .errors import InputError
-from .evaluation import ENGINE, Evaluation, route
+from .evaluation import ENGINE, Evaluation, aggregate, route
 
 
 @dataclass
@@ -63,24 +65,89 @@ def check_topics(run: Any, topics: pa.Array, source: str) -> None:
                          f"(e.g. {missing[0].as_py()!r}); are these the right qrels for this run?")
 
 
+#: rows per block of whole topics that a run is evaluated in (as ``eval`` streams a file in blocks:
+#: the engine's sorts over a block stay in cache)
+BLOCK_ROWS = 1 << 19
+
+
+def _slice(run: Any, start: int, stop: int) -> Any:
+    if hasattr(run, "layout"):  # the reader's columns
+        return dataclasses.replace(run, query_id=run.query_id.slice(start, stop - start),
+                                   doc_id=run.doc_id.slice(start, stop - start), value=run.value[start:stop],
+                                   line=None if run.line is None else run.line[start:stop])
+    return run.iloc[start:stop]
+
+
+def blocks(run: Any, rows: int | None = None) -> list:
+    """The run in blocks of whole topics, of about ``rows`` (:data:`BLOCK_ROWS`) rows each when its
+    rows are grouped by topic; else whole."""
+    rows = rows or BLOCK_ROWS
+    qids = columns_of(run, "score")[0]
+    if len(qids) <= rows:
+        return [run]
+    codes = group_codes(qids)[0]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    if len(starts) != int(codes.max()) + 1:  # a topic's rows in several places
+        return [run]
+    cuts = [0]
+    for start in starts.tolist():
+        if start - cuts[-1] >= rows:
+            cuts.append(start)
+    cuts.append(len(codes))
+    return [_slice(run, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _engine_in_blocks(measures: list, run: Any, qrels_table, position: dict) -> tuple[dict, np.ndarray]:
+    """The engine's per-query values (:class:`ndcg_plugin.aggregate.Values` by measure) of the whole
+    run, from :class:`Evaluation` on each of its :func:`blocks`, and the topic positions they are
+    over: a topic's values come from its block (a topic in no block: from the first)."""
+    combined: dict = {}
+    rows = np.zeros(0, dtype=np.int64)
+    for i, block in enumerate(blocks(run)):
+        results = Evaluation(measures, block).compute(qrels_table, per_query=True)
+        rows = np.array([position[str(q)] for q in results.query_ids], dtype=np.int64)
+        here = np.isin(rows, [position[str(q)] for q in pc.unique(columns_of(block, "score")[0]).to_pylist()])
+        for m, vals in results.values.items():
+            arrays = (vals.values, vals.hits, vals.returned)
+            if i == 0:
+                combined[m] = Values(*(None if a is None else np.array(a) for a in arrays))
+                continue
+            for whole, part in zip((combined[m].values, combined[m].hits, combined[m].returned), arrays, strict=True):
+                if part is not None:
+                    whole[here] = part[here]
+    return combined, rows
+
+
+def _per_topic(vals: Values) -> np.ndarray:
+    """A measure's per-topic values: an item-level measure's ratio (0 where nothing was returned)."""
+    if vals.hits is None or vals.returned is None:
+        return np.asarray(vals.values, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(vals.returned > 0, vals.hits / np.maximum(vals.returned, 1), 0.0)
+
+
 def evaluate(measures: list, run: Any, qrels_table, topics: list[str]) -> Scored:
-    """``measures`` on a run (read by :func:`read_run`), per topic over ``topics`` (the qrels')."""
-    if hasattr(run, "layout") and any(route(m) != ENGINE for m in measures):
-        run = reading.to_table([run], "run")  # other providers read a DataFrame
-    results = Evaluation(measures, run).compute(qrels_table, per_query=True)
-    names = [str(m) for m in measures]
+    """``measures`` on a run (read by :func:`read_run`), per topic over ``topics`` (the qrels'), with
+    each measure's aggregate as ``eval`` computes it: the engine's measures by :class:`Evaluation` on
+    the run's :func:`blocks` (as ``eval`` streams a file), aggregated by
+    :func:`ndcg_plugin.evaluation.aggregate` over every topic's values; the others by one
+    :class:`Evaluation` of the whole run."""
+    mine = [m for m in measures if route(m) == ENGINE]
+    others = [m for m in measures if m not in mine]
     position = {t: i for i, t in enumerate(topics)}
     values = np.full((len(topics), len(measures)), np.nan)
     for j, m in enumerate(measures):
         values[:, j] = float(getattr(m, "DEFAULT", 0.0))
-    rows = np.array([position[str(q)] for q in results.query_ids], dtype=np.int64)
-    for m, vals in results.values.items():
-        column = vals.values
-        if vals.hits is not None and vals.returned is not None:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                column = np.where(vals.returned > 0, vals.hits / np.maximum(vals.returned, 1), 0.0)
-        values[rows, measures.index(m)] = np.asarray(column, dtype=np.float64)
-    for metric in results.others:
-        values[position[str(metric.query_id)], measures.index(metric.measure)] = float(metric.value)
-    aggregates = {name: float(results.aggregates[m]) for name, m in zip(names, measures, strict=True)}
-    return Scored(names, topics, aggregates, values)
+    aggregates: dict = {}
+    if mine:
+        combined, rows = _engine_in_blocks(mine, run, qrels_table, position)
+        aggregates.update(aggregate(combined))
+        for m, vals in combined.items():
+            values[rows, measures.index(m)] = _per_topic(vals)
+    if others:
+        table = reading.to_table([run], "run") if hasattr(run, "layout") else run  # providers read DataFrames
+        results = Evaluation(others, table).compute(qrels_table, per_query=True)
+        aggregates.update(results.aggregates)
+        for metric in results.others:
+            values[position[str(metric.query_id)], measures.index(metric.measure)] = float(metric.value)
+    return Scored([str(m) for m in measures], topics, {str(m): float(aggregates[m]) for m in measures}, values)

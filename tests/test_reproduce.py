@@ -2,8 +2,11 @@
 runs, the differences from repro_eval and from the paper shown case by case, table mode, the CLI."""
 from __future__ import annotations
 
+import json
 import math
 import random
+import subprocess
+import sys
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -15,8 +18,9 @@ from scipy import stats
 
 from ndcg_plugin import reproduce
 from ndcg_plugin import reproduce_lists as lists
+from ndcg_plugin.cli import main
 
-from .conftest import msmarco_file
+from .conftest import ROOT, msmarco_file
 
 # --- helpers ----------------------------------------------------------------------------------------
 
@@ -151,11 +155,11 @@ def test_extrapolated_rbo_equals_equation_32_on_uneven_random_lists():
     depth = 40
     mats = []
     for group in (o_lists, r_lists):
-        m = np.full((len(group), depth), lists.PAD, dtype=np.uint64)
+        m = np.full((len(group), depth), lists.PAD, dtype=np.int64)
         for t, docs in enumerate(group):
             m[t, :len(docs)] = [keys[d] for d in docs]
         mats.append(lists.Lists(m, np.array([len(x) for x in group])))
-    x = lists.overlaps(*mats)
+    x = lists.pair(*mats).overlap
     for k in (5, 17, 40):
         got = lists.rbo_ext(x, mats[0].lengths, mats[1].lengths, [k], 0.8)[k]
         cases = [rbo_ext_reference(o[:k], r[:k], 0.8) for o, r in zip(o_lists, r_lists, strict=True)]
@@ -166,9 +170,9 @@ def test_ktu_equals_scipy_kendall_tau_b_of_union_codes_on_random_lists():
     rng = np.random.default_rng(7)
     for n in (2, 3, 7, 8, 9, 31, 64, 100, 257):
         topics = 40
-        o = np.array([rng.choice(3 * n, n, replace=False) for _ in range(topics)], dtype=np.uint64)
-        r = np.array([rng.choice(3 * n, n, replace=False) for _ in range(topics)], dtype=np.uint64)
-        got = lists.ktu(lists.Lists(o, np.full(topics, n)), lists.Lists(r, np.full(topics, n)), n)
+        o = np.array([rng.choice(3 * n, n, replace=False) for _ in range(topics)], dtype=np.int64)
+        r = np.array([rng.choice(3 * n, n, replace=False) for _ in range(topics)], dtype=np.int64)
+        got = lists.ktu(lists.pair(lists.Lists(o, np.full(topics, n)), lists.Lists(r, np.full(topics, n))), n)
         for t in range(topics):
             union = sorted(set(o[t].tolist()) | set(r[t].tolist()))
             code = {d: i for i, d in enumerate(union)}
@@ -187,14 +191,41 @@ def test_inversion_count_equals_brute_force():
 def test_doc_keys_order_ids_as_their_bytes_on_both_paths():
     import pyarrow as pa
     ids = ["1", "10", "2", "a", "ab", "a\x00b", "zz", "é", "9999999"]
-    longer = ids + ["a-very-long-document-id", "a-very-long-document-iz"]
-    for docs in (ids, longer):  # short ids: their bytes; a long one: dense ranks over every run
-        ranked = lists.Ranked(np.zeros(len(docs), dtype=np.int64), np.arange(len(docs)),
-                              pa.chunked_array([pa.array(docs, type=pa.large_string())]), np.arange(len(docs)))
+    for docs in (ids, ids + ["abcdefgh"], ids + ["a-very-long-document-id", "a-very-long-document-iz"]):
+        run = pd.DataFrame({"query_id": "t", "doc_id": docs, "score": 1.0})
+        ranked = lists.rank_run(run, pa.array(["t"], type=pa.large_string()), 100)
         keys = lists.doc_keys([ranked])[0]
-        by_key = [d for _, d in sorted(zip(keys.tolist(), docs, strict=True))]
+        ranked_docs = [docs[i] for i in ranked.rows]
+        assert ranked_docs == sorted(docs, key=lambda d: d.encode(), reverse=True)  # ties: doc id descending
+        by_key = [d for _, d in sorted(zip(keys.tolist(), ranked_docs, strict=True))]
         assert by_key == sorted(docs, key=lambda d: d.encode())
         assert len(set(keys.tolist())) == len(docs)
+    assert lists.rank_run(pd.DataFrame({"query_id": "t", "doc_id": ["a\x00", "a"], "score": 1.0}),
+                          pa.array(["t"], type=pa.large_string()), 10).keys is not None  # 2 bytes: with the length
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_run_orders_as_trec_eval_sorted_or_not_short_ids_or_long(seed):
+    import pyarrow as pa
+    rng = random.Random(seed)
+    rows = []
+    for t in ["3", "1", "20"]:
+        for d in rng.sample(range(10**6), rng.randint(1, 60)):
+            doc = str(d) if seed % 2 else f"clueweb-{d:08d}"
+            rows.append((t, doc, float(rng.randint(0, 5))))
+    if seed % 3 == 0:
+        rows.sort(key=lambda r: (r[0], -r[2]))  # grouped, sorted by score, ties in random order
+    else:
+        rng.shuffle(rows)
+    topics = pa.array(["1", "20", "3"], type=pa.large_string())
+    ranked = lists.rank_run(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]), topics, 25)
+    got = [(ranked.topic[i], ranked.rank[i], rows[r][1]) for i, r in enumerate(ranked.rows)]
+    expected = []
+    for ti, t in enumerate(["1", "20", "3"]):
+        docs = sorted((r for r in rows if r[0] == t), key=lambda r: r[1].encode(), reverse=True)
+        docs.sort(key=lambda r: r[2], reverse=True)
+        expected += [(ti, k, r[1]) for k, r in enumerate(docs[:25])]
+    assert sorted(got) == expected
 
 
 def effects_example(tmp_path) -> dict:
@@ -549,3 +580,224 @@ def test_rbo_of_the_paper_is_the_extrapolated_one_repro_eval_computes_the_trunca
     assert value(ext, statistic="RBO", cutoff=1000) == pytest.approx(1.0, abs=1e-15)
     assert set(ext.loc[ext["statistic"] == "RBO", "p"]) == {0.8}
     assert set(truncated.loc[truncated["statistic"] == "RBO", "p"]) == {0.95}
+
+
+# --- the measures: as eval computes them -----------------------------------------------------------
+
+def test_measures_per_topic_and_aggregates_equal_evals_when_evaluated_in_blocks(tmp_path, monkeypatch):
+    from ndcg_plugin import reproduce_scores
+    from ndcg_plugin.evaluation import Evaluation
+    from ndcg_plugin.measures import parse_measures
+    qrels = reproduce_scores.read_qrels(msmarco_file("qrels.dl19-passage.txt"))
+    topics = reproduce_scores.topics_of(qrels)
+    lines = msmarco_file("run.dl19-passage.bm25.trec").read_text().splitlines(keepends=True)
+    path = tmp_path / "run"
+    path.write_text("".join(line for line in lines if not line.startswith(topics[3] + " ")))  # a topic missing
+    measures = parse_measures(["nDCG@10", "RR", "MRR_ignore@10", "HitRate_item@10", "AP", "P@10"])
+    whole = Evaluation(measures, str(path)).compute(qrels, per_query=True)
+    expected = {(m.query_id, str(m.measure)): m.value for m in whole.metrics()}
+    monkeypatch.setattr(reproduce_scores, "BLOCK_ROWS", 3000)
+    run = reproduce_scores.read_run(path)
+    assert len(reproduce_scores.blocks(run)) > 10
+    scored = reproduce_scores.evaluate(measures, run, qrels, topics)
+    assert scored.aggregates == {str(m): v for m, v in whole.aggregates.items()}  # exactly eval's numbers
+    for j, m in enumerate(scored.measures):
+        for i, t in enumerate(topics):
+            want = expected.get((t, m), float("nan"))
+            assert scored.values[i, j] == pytest.approx(want, abs=1e-15, nan_ok=True), (t, m)
+    assert scored.column("AP")[3] == 0 and math.isnan(scored.column("MRR_ignore@10")[3])
+
+
+def test_t_tests_equal_scipys_and_handle_degenerate_samples():
+    rng = np.random.default_rng(11)
+    for n in (2, 3, 10, 43, 500):
+        a, b = rng.random(n), rng.random(n)
+        assert reproduce.paired_pvalue(a, b) == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-10)
+        c = rng.random(n + 3)
+        assert reproduce.unpaired_pvalue(a, c) == pytest.approx(stats.ttest_ind(a, c).pvalue, rel=1e-10)
+    assert reproduce.paired_pvalue(np.array([0.1, 0.5, 0.7]), np.array([0.1, 0.5, 0.7])) == 1.0  # scipy: nan
+    assert reproduce.paired_pvalue(np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0, 4.0])) == 0.0  # scipy: 0
+    assert math.isnan(reproduce.paired_pvalue(np.array([0.1]), np.array([0.2])))
+    assert reproduce.unpaired_pvalue(np.array([0.5, 0.5]), np.array([0.5, 0.5, 0.5])) == 1.0  # scipy: nan
+    assert reproduce.unpaired_pvalue(np.array([0.5, 0.5]), np.array([0.2, 0.2])) == 0.0  # scipy: 0
+    assert math.isnan(reproduce.unpaired_pvalue(np.array([0.5]), np.array([0.2])))
+
+
+# --- table mode --------------------------------------------------------------------------------------
+
+def trec_eval_table(tmp_path, extra: str = "") -> Path:
+    """trec_eval's own printed numbers for the DL19 BM25 run (shared data: trec_eval -c -l 2 ...) as a
+    paper's table: nDCG@10 0.5058, nDCG@100 0.5018, R(rel=2)@1000 0.7501, AP(rel=2)@10 0.1272, AP(rel=2)@100 0.2476."""
+    text = msmarco_file("run.dl19-passage.bm25.trec_eval.txt").read_text()
+    names = {"ndcg_cut_10": "nDCG@10", "ndcg_cut_100": "nDCG@100", "recall_1000": "R(rel=2)@1000",
+             "map_cut_10": "AP(rel=2)@10", "map_cut_100": "AP(rel=2)@100"}
+    rows = [(names[f[0]], f[2]) for f in (line.split() for line in text.splitlines()) if f[1] == "all"]
+    assert len(rows) == 5
+    path = tmp_path / "published.csv"
+    path.write_text("run,measure,value\n" + "".join(f'bm25,"{m}",{v}\n' for m, v in rows) + extra)
+    return path
+
+
+def bm25_copy(tmp_path) -> Path:
+    path = tmp_path / "bm25.trec"
+    path.write_text(msmarco_file("run.dl19-passage.bm25.trec").read_text())
+    return path
+
+
+def test_table_mode_matches_trec_evals_printed_numbers(tmp_path):
+    frame = reproduce.table(trec_eval_table(tmp_path), msmarco_file("qrels.dl19-passage.txt"), [bm25_copy(tmp_path)])
+    assert list(frame.columns) == ["run", "measure", "published", "decimals", "ours", "difference", "units",
+                                   "within_rounding"]
+    assert frame["within_rounding"].all() and len(frame) == 5
+    assert set(frame["decimals"]) == {4} and (frame["units"].abs() <= 0.5).all()
+    row = frame[frame["measure"] == "nDCG@10"].iloc[0]
+    assert row["published"] == 0.5058 and round(row["ours"], 4) == 0.5058 and row["run"] == "bm25.trec"
+
+
+def test_table_mode_flags_a_cell_off_by_more_than_the_rounding_and_exits_1(tmp_path, capsys):
+    # ours: nDCG@10 0.50583..., so 0.506 with 3 decimals matches, 0.505 (3) and 0.5059 (4) do not
+    published = trec_eval_table(tmp_path, "bm25,RR,0.9\n")
+    published.write_text(published.read_text().replace("bm25,\"nDCG@10\",0.5058", "bm25,nDCG@10,0.506")
+                         .replace("bm25,\"nDCG@100\",0.5018", "bm25,nDCG@100,0.5028"))
+    frame = reproduce.table(published, msmarco_file("qrels.dl19-passage.txt"), {"bm25": bm25_copy(tmp_path)})
+    match = dict(zip(frame["measure"], frame["within_rounding"], strict=True))
+    assert match == {"nDCG@10": True, "nDCG@100": False, "R(rel=2)@1000": True, "AP(rel=2)@10": True,
+                     "AP(rel=2)@100": True, "RR": False}
+    units = dict(zip(frame["measure"], frame["units"], strict=True))
+    assert units["nDCG@100"] == pytest.approx(-10, abs=0.5)  # 0.5018 printed by trec_eval vs 0.5028: 10 units
+    code = main(["reproduce", "table", str(published), str(msmarco_file("qrels.dl19-passage.txt")),
+                 str(bm25_copy(tmp_path))])
+    out = capsys.readouterr().out
+    assert code == 1 and "4 of 6 cells match the paper within its rounding" in out
+    assert "| bm25.trec | nDCG@10 | 0.506 | 0.506 |" in out
+
+
+def test_table_mode_percent_decimals_column_and_names(tmp_path):
+    published = tmp_path / "p.csv"
+    published.write_text("run,measure,value,decimals\nBM25,nDCG@10,50.6,1\nBM25,AP(rel=2)@100,24.76,\n")
+    frame = reproduce.table(published, msmarco_file("qrels.dl19-passage.txt"), [bm25_copy(tmp_path)], names=["BM25"],
+                            percent=True)
+    assert frame["within_rounding"].all() and frame["decimals"].tolist() == [1, 2]
+    assert frame["ours"].iloc[0] == pytest.approx(50.583, abs=1e-3)
+
+
+@pytest.mark.parametrize("csv, message", [
+    ("run,measure\nbm25,AP\n", "lacks the column(s) value"),
+    ("run,measure,value,note\nbm25,AP,0.3,x\n", "unknown column(s) note"),
+    ("run,measure,value\nbm25,AP,n/a\n", ":2: value 'n/a' is not a decimal number"),
+    ("run,measure,value\nbm25,AP,0.3\nbm25,AP,0.31\n", ":3: run 'bm25', measure 'AP' is also on line 2"),
+    ("run,measure,value\nbm26,AP,0.3\n", ":2: run 'bm26' is none of the runs given (bm25.trec)"),
+    ("run,measure,value\nbm25,NotAMeasure@5,0.3\n", ":2:"),
+    ("run,measure,value,decimals\nbm25,AP,0.3,x\n", ":2: decimals 'x' is not an integer"),
+    ("", "not a CSV table"),
+])
+def test_table_mode_bad_published_tables_end_in_one_line_and_status_2(tmp_path, capsys, csv, message):
+    published = tmp_path / "p.csv"
+    published.write_text(csv)
+    code = main(["reproduce", "table", str(published), str(msmarco_file("qrels.dl19-passage.txt")),
+                 str(bm25_copy(tmp_path))])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_table_mode_refuses_a_run_the_table_does_not_name(tmp_path, capsys):
+    other = tmp_path / "other.trec"
+    other.write_text(bm25_copy(tmp_path).read_text())
+    code = main(["reproduce", "table", str(trec_eval_table(tmp_path)), str(msmarco_file("qrels.dl19-passage.txt")),
+                 str(bm25_copy(tmp_path)), str(other)])
+    err = capsys.readouterr().err
+    assert code == 2 and "run other.trec is in no row of" in err and err.count("\n") == 1
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+def test_runs_jsonl_carries_the_fields_scripts_rely_on(tmp_path, capsys):
+    f = dl19_reproduction(tmp_path)
+    code = main(["reproduce", "runs", str(f["qrels"]), str(f["ob"]), str(f["oa"]), str(f["rb"]), str(f["ra"]),
+                 "-m", "nDCG@10", "MRR_ignore(rel=2)@10", "-o", "jsonl", "--cutoffs", "10", "1000"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0
+    assert {r["statistic"] for r in lines} == {"ARP", "RMSE", "KTU", "RBO", "ER", "DeltaRI", "p_value"}
+    for r in lines:
+        assert isinstance(r["value"], float)
+        assert ("run" in r) == (r["statistic"] not in ("ER", "DeltaRI"))
+        assert ("measure" in r) == (r["statistic"] not in ("KTU", "RBO"))
+        assert ("cutoff" in r) == (r["statistic"] in ("KTU", "RBO"))
+        assert r.get("run") in (None, "baseline", "advanced")
+    arp = [r for r in lines if r["statistic"] == "ARP" and r["measure"] == "nDCG@10" and r["run"] == "baseline"]
+    assert {r["version"] for r in arp} == {"original", "reproduced"}
+    original = next(r["value"] for r in arp if r["version"] == "original")
+    assert round(original, 4) == 0.5058  # trec_eval's nDCG@10 of the DL19 BM25 run
+    ignore = [r for r in lines if r["statistic"] == "RMSE" and r["measure"] == "MRR_ignore(rel=2)@10"]
+    assert all(0 < r["topics"] < 43 for r in ignore)  # only the topics with a value in both runs
+
+
+def test_runs_markdown_latex_csv_and_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    f = dl19_reproduction(tmp_path)
+    args = ["reproduce", "runs", str(f["qrels"]), str(f["ob"]), str(f["oa"]), str(f["rb"]), str(f["ra"]), "-m", "AP",
+            "--cutoffs", "10"]
+    assert main([*args, "--plot", str(tmp_path / "d.png")]) == 0
+    out = capsys.readouterr()
+    assert "| cutoff | KTU baseline | KTU advanced | RBO baseline | RBO advanced |" in out.out
+    assert "| AP | 0.3773 |" in out.out and "< 0.0001" in out.out and "wrote" in out.err
+    assert (tmp_path / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main([*args, "-o", "latex"]) == 0
+    latex = capsys.readouterr().out
+    assert latex.count(r"\toprule") == 2 and "$<$ 0.0001" in latex
+    assert main([*args, "-o", "csv", "--per-topic"]) == 0
+    frame = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert list(frame.columns) == reproduce.COLUMNS and frame["topic"].notna().sum() == 2 * 2 * 43 + 4 * 43
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"ob": "missing.trec"}, "missing.trec: file not found"),
+    ({"rb": "foreign"}, "1 of the run's 44 topics are not in the qrels (e.g. 'foreign-topic')"),
+    ({"-m": "NotAMeasure@3"}, "NotAMeasure"),
+    ({"--cutoffs": "0"}, "cutoffs must be integers >= 1"),
+    ({"--rbo-p": "1.5"}, "persistence p must be between 0 and 1"),
+    ({"--rep-qrels": "nowhere/qrels"}, "nowhere/qrels"),
+    ({"--plot": "x.png", "--rep-qrels": "Q"}, "--plot x.png: --plot draws per-topic differences"),
+])
+def test_runs_bad_input_ends_in_one_line_and_status_2(tmp_path, capsys, change, message):
+    f = dl19_reproduction(tmp_path)
+    foreign = tmp_path / "foreign"
+    foreign.write_text(f["rb"].read_text() + "foreign-topic Q0 d1 1 1.0 x\n")
+    files = {k: str(f[k]) for k in ("ob", "oa", "rb", "ra")}
+    files.update({k: str(foreign) if v == "foreign" else v for k, v in change.items() if k in files})
+    options = {"-m": "AP", **{k: (str(f["qrels"]) if v == "Q" else v) for k, v in change.items() if k not in files}}
+    argv = ["reproduce", "runs", str(f["qrels"]), *files.values()]
+    for k, v in options.items():
+        argv += [k, v]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_qrels_by_dataset_id_give_the_same_report(tmp_path, capsys):
+    f = dl19_reproduction(tmp_path)
+    runs = [str(f[k]) for k in ("ob", "oa", "rb", "ra")]
+    by_file = main(["reproduce", "runs", str(f["qrels"]), *runs, "-m", "AP", "-o", "csv"]), capsys.readouterr().out
+    by_id = main(["reproduce", "runs", "msmarco-passage/trec-dl-2019/judged", *runs, "-m", "AP", "-o", "csv"])
+    assert by_id == by_file[0] == 0 and capsys.readouterr().out == by_file[1]
+
+
+def test_bench_reproduce_runs_and_agrees_with_repro_eval_at_a_small_size():
+    pytest.importorskip("repro_eval", reason="the test extra's repro-eval==0.5.0 is not installed")
+    msmarco_file("qrels.dev-small.txt")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks_data" / "bench_reproduce.py"), "--queries", "25"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "numbers both compute agree" in proc.stdout and "ratio reproduce / eval" in proc.stdout
+
+
+@pytest.mark.parametrize("published, matches", [("0.50583", True), ("0.50582", False), ("0.50584", False),
+                                                ("0.5058", True), ("0.5059", False), ("0.506", True),
+                                                ("0.505", False), ("0.51", True), ("0.50", False), ("0.5", True)])
+def test_within_rounding_is_half_a_unit_of_the_last_printed_digit(tmp_path, published, matches):
+    # ours: nDCG@10 of the DL19 BM25 run = 0.5058310024...
+    path = tmp_path / "p.csv"
+    path.write_text(f"run,measure,value\nbm25,nDCG@10,{published}\n")
+    frame = reproduce.table(path, msmarco_file("qrels.dl19-passage.txt"), [bm25_copy(tmp_path)])
+    assert frame["ours"].iloc[0] == pytest.approx(0.5058310024, abs=1e-10)
+    assert bool(frame["within_rounding"].iloc[0]) is matches
