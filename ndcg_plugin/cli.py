@@ -290,18 +290,14 @@ def cmd_compare(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    """``reproduce runs|table``: the report, computed and laid out by :func:`ndcg_plugin.reproduce_writers.command`."""
-    import argparse
+    """``reproduce runs|table``: computed and laid out by :func:`ndcg_plugin.reproduce_writers.command`."""
+    from argparse import Namespace
 
     from .reproduce_writers import command
-    given = (args.qrels, vars(args).get("rep_qrels"))
-    qrels = [q and _qrels(*_qrels_source(argparse.Namespace(qrels=q))) for q in given]
     try:
-        text, note, code = command(args, *qrels)
-    except InputError:
-        raise
+        text, note, code = command(args, lambda qrels: _qrels(*_qrels_source(Namespace(qrels=qrels))))
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise e if isinstance(e, InputError) else UsageError(str(e)) from None
     print(text)
     if note:
         print(f"ndcg-plugin: {note}", file=sys.stderr)

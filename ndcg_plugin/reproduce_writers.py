@@ -199,18 +199,19 @@ def plot(report: Reproduction, path: str) -> None:
     plt.close(fig)
 
 
-def command(args, qrels, rep_qrels=None) -> tuple[str, str | None, int]:
-    """``ndcg-plugin reproduce runs|table`` (``args`` from the parser; QRELS already resolved to a
-    file or a table): (the report's text, a line for standard error or None, the exit status:
-    table mode's is 1 when a cell does not match the paper)."""
+def command(args, resolve) -> tuple[str, str | None, int]:
+    """``ndcg-plugin reproduce runs|table`` (``args`` from the parser; ``resolve``: a QRELS argument
+    to a file or a table, as every subcommand finds it): (the report's text, a line for standard
+    error or None, the exit status: table mode's is 1 when a cell does not match the paper)."""
     read = {"run_format": args.run_format, "duplicates": args.duplicates}
+    qrels = resolve(args.qrels)
     if args.reproduce_command == "table":
         frame = table(args.published, qrels, args.runs, names=args.names, percent=args.percent, **read)
         note = summary(frame) if args.output in ("csv", "jsonl") else None
         return table_output(frame, args.output, args.places), note, 0 if frame["within_rounding"].all() else 1
     report = compute_runs(qrels, args.orig_baseline, args.orig_advanced, args.rep_baseline, args.rep_advanced,
-                          args.measures, rep_qrels=rep_qrels, cutoffs=args.cutoffs or DEFAULT_CUTOFFS, rbo=args.rbo,
-                          p=args.rbo_p, **read)
+                          args.measures, rep_qrels=args.rep_qrels and resolve(args.rep_qrels), rbo=args.rbo,
+                          cutoffs=args.cutoffs or DEFAULT_CUTOFFS, p=args.rbo_p, **read)
     text = runs_output(report, args.output, args.places, args.per_topic)
     if not args.plot:
         return text, None, 0
