@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -107,16 +108,18 @@ def make_runs(queries: int) -> tuple[str, list[str]]:
     return qrels, [str(p) for p in paths]
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one process."""
-    full = ["/usr/bin/time", "-f", "__rss__ %M", *cmd] if Path("/usr/bin/time").exists() else cmd
+def timed(cmd: list[str]) -> tuple[float, float, float, str]:
+    """(wall seconds, CPU seconds (user + system), peak RSS in MB, stdout) of one process."""
+    full = ["/usr/bin/time", "-f", "__rss__ %M %U %S", *cmd] if Path("/usr/bin/time").exists() else cmd
     t = time.perf_counter()
     proc = subprocess.run(full, capture_output=True, text=True, cwd=HERE)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    rss = [float(x.split()[1]) / 1024 for x in proc.stderr.splitlines() if x.startswith("__rss__")]
-    return wall, rss[0] if rss else float("nan"), proc.stdout
+    stats = [x.split()[1:] for x in proc.stderr.splitlines() if x.startswith("__rss__")]
+    if not stats:
+        return wall, float("nan"), float("nan"), proc.stdout
+    return wall, float(stats[0][1]) + float(stats[0][2]), float(stats[0][0]) / 1024, proc.stdout
 
 
 def ours(report: str) -> dict:
@@ -144,21 +147,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=int, default=6980)
     ap.add_argument("--skip-repro-eval", action="store_true", help="time ndcg-plugin only")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of eval and reproduce, alternating (default 3)")
     args = ap.parse_args()
     qrels, runs = make_runs(args.queries)
     cli = [sys.executable, "-m", "ndcg_plugin"]
     timed([*cli, "eval", qrels, runs[0], *MEASURES])  # warm-up: bytecode, page cache
-    evals = [timed([*cli, "eval", qrels, r, *MEASURES]) for r in runs]
-    eval_wall = sum(e[0] for e in evals)
-    wall, rss, report = timed([*cli, "reproduce", "runs", qrels, *runs, "-m", *MEASURES, "-o", "jsonl"])
-    print(f"workload: {args.queries} queries x 1,000 docs, 4 runs ({Path(runs[0]).parent}); measures {MEASURES}")
-    eval_rss = max(e[1] for e in evals)
-    print(f"ndcg-plugin eval, 4 runs one after the other  {eval_wall:8.2f} s   (max RSS {eval_rss:.0f} MB)")
-    print(f"ndcg-plugin reproduce runs (4 runs)            {wall:8.2f} s   (max RSS {rss:.0f} MB)")
-    print(f"ratio reproduce / eval of the 4 runs           {wall / eval_wall:8.2f}   (target < 2)")
+    evals, reports = [], []
+    for _ in range(args.repeat):  # alternating, so that both see the same load
+        evals.append([timed([*cli, "eval", qrels, r, *MEASURES]) for r in runs])
+        reports.append(timed([*cli, "reproduce", "runs", qrels, *runs, "-m", *MEASURES, "-o", "jsonl"]))
+    eval_wall = statistics.median(sum(e[0] for e in rep) for rep in evals)
+    eval_cpu = statistics.median(sum(e[1] for e in rep) for rep in evals)
+    wall, cpu = statistics.median(r[0] for r in reports), statistics.median(r[1] for r in reports)
+    eval_rss, rss, report = max(e[2] for rep in evals for e in rep), max(r[2] for r in reports), reports[0][3]
+    print(f"workload: {args.queries} queries x 1,000 docs, 4 runs ({Path(runs[0]).parent}); measures {MEASURES}; "
+          f"medians of {args.repeat}")
+    print(f"ndcg-plugin eval, 4 runs one after the other  {eval_wall:8.2f} s   (CPU {eval_cpu:.2f} s, "
+          f"max RSS {eval_rss:.0f} MB)")
+    print(f"ndcg-plugin reproduce runs (4 runs)            {wall:8.2f} s   (CPU {cpu:.2f} s, max RSS {rss:.0f} MB)")
+    print(f"ratio reproduce / eval of the 4 runs           {wall / eval_wall:8.2f}   (CPU {cpu / eval_cpu:.2f}; "
+          f"target < 2)")
     if args.skip_repro_eval:
         return 0
-    t, theirs_rss, out = timed([sys.executable, "-c", REPRO_EVAL, qrels, *runs])
+    t, _, theirs_rss, out = timed([sys.executable, "-c", REPRO_EVAL, qrels, *runs])
     theirs = json.loads(out)
     stages = "  ".join(f"{k} {v:.1f}" for k, v in theirs.pop("time").items())
     bad = disagreements(theirs, ours(report))

@@ -4,16 +4,18 @@ vectorized over topics (docs/reproduce.md gives the definitions and their refere
 
 A run's lists are a matrix (:class:`Lists`): one row per topic, the keys of its docs in
 trec_eval's order (score descending, doc id descending) up to a depth, padded with
-:data:`PAD`. A doc's key is an unsigned integer that orders doc ids as their bytes do (UTF-8
-byte order is code point order, Python's string order): for ids of at most 8 bytes that do not
-end in a NUL byte, the id's bytes as a big-endian integer; otherwise the id's dense rank among
-every id of the runs compared. Equal ids have equal keys in every run.
+:data:`PAD`. A doc's key is an integer that orders doc ids as their bytes do (UTF-8 byte order is
+code point order, Python's string order): for ids of at most 8 bytes, the id's bytes as a
+big-endian integer (with the length in the last byte for ids of at most 7, and unless an 8-byte
+id ends in a NUL byte); otherwise the id's dense rank among every id of the runs compared. Equal
+ids have equal keys in every run. The same keys order tied scores in trec_eval's order. Each
+pair of runs is then sorted together once per topic (:func:`pair`): a doc's rank in the union of
+the two lists is its code, and a doc in both lists is two equal neighbours.
 
-- KTU (Breuer et al., SIGIR 2020, and their code): the lists' docs are coded by their position
-  in the sorted union of the two lists; KTU is Kendall's tau between the code sequences of the
-  two lists, position by position. Neither sequence has ties, so tau-b is tau-a:
-  ``1 - 4 * inversions / (n (n - 1))``, where the inversions are counted after ordering the
-  positions by the original list's codes (a merge count, vectorized over topics).
+- KTU (Breuer et al., SIGIR 2020, and their code): Kendall's tau between the two lists' code
+  sequences, position by position. Neither sequence has ties, so tau-b is tau-a:
+  ``1 - 4 * inversions / (n (n - 1))``, the inversions counted after ordering the positions by
+  the original list's codes (a merge count, vectorized over topics).
 - RBO: the prefix overlaps ``X_d = |O_{:d} & R_{:d}|`` of every depth come from the depth at
   which each common doc has entered both lists; ``truncated`` is the normalised truncated RBO
   that repro_eval 0.5.0 computes (Clarke et al.), ``ext`` Webber et al.'s extrapolated RBO
@@ -45,12 +47,13 @@ class Lists:
 
 @dataclass
 class Ranked:
-    """A run's rows ranked within the depth: topic index and rank of each, its doc ids, and the
-    keys of those rows when the ids themselves give them (else None: :func:`doc_keys` ranks them)."""
+    """A run's rows ranked within the depth: topic index and rank of each (``rows``: their rows in
+    the run), the run's doc ids, and the keys of those rows when the ids themselves give them (else
+    None: :func:`doc_keys` ranks the ids of every run compared)."""
     topic: np.ndarray
     rank: np.ndarray
-    docs: pa.ChunkedArray
     rows: np.ndarray
+    docs: pa.ChunkedArray
     keys: np.ndarray | None = None
 
 
@@ -101,7 +104,7 @@ def rank_run(run, topics: pa.Array, depth: int) -> Ranked:
     rank = group_ranks(codes[order])
     keep = rank < depth
     rows = order[keep]
-    return Ranked(topic_of_code[codes[rows]], rank[keep], docs, rows, None if keys is None else keys[rows])
+    return Ranked(topic_of_code[codes[rows]], rank[keep], rows, docs, None if keys is None else keys[rows])
 
 
 def doc_keys(ranked: list[Ranked]) -> list[np.ndarray]:

@@ -785,7 +785,8 @@ def test_qrels_by_dataset_id_give_the_same_report(tmp_path, capsys):
 def test_bench_reproduce_runs_and_agrees_with_repro_eval_at_a_small_size():
     pytest.importorskip("repro_eval", reason="the test extra's repro-eval==0.5.0 is not installed")
     msmarco_file("qrels.dev-small.txt")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks_data" / "bench_reproduce.py"), "--queries", "25"],
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks_data" / "bench_reproduce.py"), "--queries", "25",
+                           "--repeat", "1"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "numbers both compute agree" in proc.stdout and "ratio reproduce / eval" in proc.stdout
@@ -801,3 +802,15 @@ def test_within_rounding_is_half_a_unit_of_the_last_printed_digit(tmp_path, publ
     frame = reproduce.table(path, msmarco_file("qrels.dl19-passage.txt"), [bm25_copy(tmp_path)])
     assert frame["ours"].iloc[0] == pytest.approx(0.5058310024, abs=1e-10)
     assert bool(frame["within_rounding"].iloc[0]) is matches
+
+
+def test_ids_short_in_one_run_and_long_in_the_other_are_coded_alike(tmp_path):
+    # O = b a c, R = a <long> b: union a < b < c < <long>; codes 1 0 2 / 0 3 1: C = 1, D = 2, KTU = -1/3
+    qrels = small_qrels(tmp_path, "1")
+    orig = write_run(tmp_path / "o", listed({"1": ["b", "a", "c"]}))
+    rep = write_run(tmp_path / "r", listed({"1": ["a", "zzzzzzzzzz-a-long-id", "b"]}))
+    frame = reproduce.runs(qrels, orig, None, rep, None, ["AP"], cutoffs=[3])
+    assert value(frame, statistic="KTU") == pytest.approx(-1 / 3, abs=1e-15)
+    # overlaps 0 1 2 (b from depth 3 on: ranks 1 and 3): (0 + .95 * 1/2 + .95^2 * 2/3) / (1 + .95 + .95^2)
+    expected = (0.95 * 0.5 + 0.9025 * 2 / 3) / (1 + 0.95 + 0.9025)
+    assert value(frame, statistic="RBO") == pytest.approx(expected, abs=1e-15)
