@@ -68,14 +68,19 @@ def _local(qrels: pd.DataFrame, run: pd.DataFrame, measures: list) -> tuple[dict
 
 
 def _same(a: float, b: float) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12
+    """The same double, bit for bit (NaN: no value, on both sides)."""
+    return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-def _batched(spark, cases: list, measures: list):
-    """Every case in one Spark evaluation: case i's query ids are prefixed 'c<i>|'."""
+def _batched(spark, cases: list, measures: list, strategy: str = "auto", parts: int = 0):
+    """Every case in one Spark evaluation: case i's query ids are prefixed 'c<i>|'; ``parts``: the
+    run cut into that many partitions at random (each query's rows spread over them)."""
     qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
     run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
-    ev = ndcg_spark.prepare(spark.createDataFrame(qrels), spark.createDataFrame(run), measures)
+    run_df = spark.createDataFrame(run)
+    if parts:
+        run_df = run_df.repartition(parts)
+    ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run_df, measures, strategy=strategy)
     from pyspark.sql import functions as F
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -141,8 +146,8 @@ def test_column_names_and_integer_ids(spark):
     ([("q", "d", float("inf"))], "run", "score must be a finite number"),
     ([("q", None, 1.0)], "run", "missing value in column doc_id"),
     ([("q", "", 1.0)], "run", "empty doc id"),
-    ([("q", "d", 1.0), ("q", "d", 2.0)], "run", "'q d' occurs 2 times"),
-    ([("q", "d", 1), ("q", "d", 0)], "qrels", "'q d' occurs 2 times"),
+    ([("q", "d", 1.0), ("q", "d", 2.0)], "run", r"^run: duplicate \(query_id, doc_id\) = \('q', 'd'\): 2 rows"),
+    ([("q", "d", 1), ("q", "d", 0)], "qrels", r"^qrels: duplicate \(query_id, doc_id\) = \('q', 'd'\): 2 rows"),
 ])
 def test_bad_input_is_refused(spark, rows, kind, message):
     good = {"run": [("q", "d", 1.0)], "qrels": [("q", "d", 1)]}
@@ -395,3 +400,167 @@ def test_the_exact_split_in_spark_is_the_local_one(spark):
     shift, hi, mid, lo = split(values)
     assert got["shift"].tolist() == shift.tolist()
     assert (got["hi"].tolist(), got["mid"].tolist(), got["lo"].tolist()) == (hi.tolist(), mid.tolist(), lo.tolist())
+
+
+# --- exactness: the same digits as the local engine, the top-k plan equal to the full plan ---------
+
+@pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
+def test_aggregates_print_the_local_digits_whatever_the_partitioning(spark):
+    # exact sums in both engines: at -p -1 (every digit) the printed aggregates are the local
+    # engine's byte for byte, with the run and qrels cut into 1, 3 or 17 partitions
+    from ndcg_plugin.formatting import format_value
+    rng = np.random.default_rng(11)
+    cases = [_case(rng) for _ in range(40)]
+    qrels = pd.concat([q.assign(query_id=f"c{i}_" + q["query_id"]) for i, (q, _) in enumerate(cases)])
+    run = pd.concat([r.assign(query_id=f"c{i}_" + r["query_id"]) for i, (_, r) in enumerate(cases)])
+    measures = ndcg_plugin.parse_measures(MEASURES)
+    local = ir_measures.providers.registry["ndcg_plugin"].calc_aggregate(measures, qrels, run)
+    expected = "\n".join(f"{m}\t{format_value(local[m], -1)}" for m in measures)
+    for parts in (1, 3, 17):
+        got = ndcg_spark.evaluate(spark.createDataFrame(qrels).repartition(parts),
+                                  spark.createDataFrame(run).repartition(parts), measures)
+        assert "\n".join(f"{m}\t{format_value(got[m], -1)}" for m in measures) == expected, parts
+
+
+TOP_K_MEASURES = [m for m in MEASURES if "@" in m and "judged_only" not in m and "ideal='run'" not in m]
+
+
+def _long_case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A case with lists longer than the cutoffs: 5 to 40 docs a query, scores with ties."""
+    qrels, run = _case(rng)
+    extra = [(q, f"x{j}", float(rng.choice([0.0, 0.5, 1.0, 2.0]))) for q in run["query_id"].unique()
+             for j in range(int(rng.integers(0, 30)))]
+    judged = [(q, d, int(rng.integers(-1, 4))) for q, d, _ in extra if rng.random() < 0.3]
+    return (pd.concat([qrels, pd.DataFrame(judged, columns=qrels.columns)]),
+            pd.concat([run, pd.DataFrame(extra, columns=run.columns)]))
+
+
+def test_the_top_k_plan_gives_what_the_full_plan_gives(spark):
+    # the fast path against the plan that shuffles every row, on the same cases, bit for bit; each
+    # query's rows spread over 3 partitions, so that the partial limits cut every query
+    rng = np.random.default_rng(20261125)
+    cases = [_long_case(rng) for _ in range(120)]
+    ms = ndcg_plugin.parse_measures(TOP_K_MEASURES)
+    assert ndcg_spark.prepare(spark.createDataFrame(cases[0][0]), spark.createDataFrame(cases[0][1]),
+                              ms).strategy == "top_k"
+    for measures in (ms, ndcg_plugin.parse_measures(["NDCG_exp@2", "HitRate_item@2", "MRR_ignore@1"])):
+        _, fast_agg, fast = _batched(spark, cases, measures, "top_k", parts=3)
+        _, full_agg, slow = _batched(spark, cases, measures, "full", parts=3)
+        assert fast.keys() == slow.keys() and len(fast) > 1000
+        assert all(_same(fast[k], slow[k]) for k in fast), [k for k in fast if not _same(fast[k], slow[k])][:5]
+        assert all(_same(fast_agg[c][m], full_agg[c][m]) for c in fast_agg for m in measures)
+        for i in (0, 1, 2):  # and the local engine's numbers, case by case
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                _, local = _local(*cases[i], measures)
+            assert all(_same(fast[(f"c{i}", q, m)], v) for (q, m), v in local.items())
+
+
+def test_measures_the_top_k_plan_cannot_compute_take_the_full_plan(spark):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    for m in ["NDCG_lin", "NDCG_lin(judged_only=True)@3", "NDCG_exp(ideal='run')@3", "RR"]:
+        assert ndcg_spark.prepare(qrels, run, ["HitRate@3", m]).strategy == "full", m
+        with pytest.raises(ValueError, match="strategy='top_k' computes measures with a cutoff"):
+            ndcg_spark.prepare(qrels, run, [m], strategy="top_k")
+
+
+def test_the_top_k_plan_keeps_each_partitions_best_rows_before_the_shuffle(spark, capsys):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    ndcg_spark.prepare(qrels, run, ["NDCG_exp@10", "HitRate@5"]).frame().explain()
+    plan = capsys.readouterr().out
+    partial = [i for i, line in enumerate(plan.splitlines()) if "WindowGroupLimit" in line and "Partial" in line]
+    assert len(partial) == 1 and "row_number(), 10, Partial" in plan.splitlines()[partial[0]]
+    # below the partial limit: the run's scan, no exchange
+    assert not any("Exchange" in line for line in plan.splitlines()[partial[0]:partial[0] + 4])
+
+
+def test_the_discounts_are_numpys(spark):
+    from ndcg_plugin.spark.plan import discounts
+    got = spark.range(1).select(discounts(5000).alias("t")).first()["t"]
+    assert got == np.log2(np.arange(5000) + 2.0).tolist()
+
+
+def test_ranks_beyond_the_discount_table_run_again_with_a_longer_one(spark, monkeypatch):
+    from ndcg_plugin.spark import plan
+    monkeypatch.setattr(plan, "DEFAULT_DISCOUNTS", 4)
+    qrels = pd.DataFrame([("q", f"d{i}", i % 3) for i in range(9)] + [("p", "a", 1)],
+                         columns=["query_id", "doc_id", "relevance"])
+    run = pd.DataFrame([("q", f"d{i}", float(-i)) for i in range(12)] + [("p", "a", 1.0)],
+                       columns=["query_id", "doc_id", "score"])
+    measures = ndcg_plugin.parse_measures(["NDCG_lin", "NDCG_exp(gains={0:0.5})", "HitRate@2"])
+    ev = ndcg_spark.prepare(spark.createDataFrame(qrels), spark.createDataFrame(run), measures)
+    got = ev.aggregates()
+    local, local_pq = _local(qrels, run, measures)
+    assert got == local
+    assert {(q, str(m)): v for q, vs in ev.rows() for m, v in zip(measures, vs, strict=True)} == local_pq
+
+
+def _persistent(spark) -> int:
+    return spark.sparkContext._jsc.getPersistentRDDs().size()
+
+
+def test_one_action_per_evaluation_and_nothing_left_cached(spark, monkeypatch):
+    qrels = spark.createDataFrame([("q", "d", 1), ("p", "e", 2)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0), ("q", "e", 0.5)], ["query_id", "doc_id", "score"])
+    calls = []
+    for name in ("collect", "count", "toLocalIterator", "first", "take", "toPandas", "head"):
+        real = getattr(type(run), name)
+        monkeypatch.setattr(type(run), name, lambda self, *a, _real=real, _name=name, **k: (
+            calls.append(_name), _real(self, *a, **k))[1])
+    before = _persistent(spark)
+    ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "HitRate_item@3", "MRR_zero@2"])
+    ndcg_spark.evaluate(qrels, run, ["NDCG_exp", "HitRate_item@3"])
+    assert calls == ["collect", "collect"] and _persistent(spark) == before
+    per_query = ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "MRR_ignore@2"], per_query=True)
+    assert calls[2:] == ["count"] and _persistent(spark) == before + 1
+    assert sorted(r["value"] is None for r in per_query.collect()) == [False, False, False, True]
+    per_query.unpersist()
+    assert _persistent(spark) == before
+
+
+def test_per_query_output_refuses_bad_input_and_keeps_nothing(spark):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0), ("q", "x", 0.5), ("q", "d", 0.1)], ["query_id", "doc_id", "score"])
+    before = _persistent(spark)
+    for measures in (["NDCG_exp@1"], ["NDCG_exp"]):
+        with pytest.raises(ValueError, match=r"run: duplicate \(query_id, doc_id\) = \('q', 'd'\): 2 rows"):
+            ndcg_spark.evaluate(qrels, run, measures, per_query=True)
+    assert _persistent(spark) == before
+
+
+def _dup_layouts(spark, tmp_path):
+    """Runs whose one repeated pair lies far below the top k: in one partition, across files, at a
+    file boundary, and in a shuffled layout; and the same runs without it."""
+    rows = [(f"u{u:03d}", f"i{i}", float((u * 7 + i * 13) % 50)) for u in range(60) for i in range(30)]
+    dup = ("u031", "i29", -1.0)  # u031 already has i29; the lowest score: never in a top 10
+    at_edge = rows.index(("u031", "i0", rows[31 * 30][2]))
+    layouts = {}
+    for name, data in {"inside": rows[:900] + [dup] + rows[900:], "edge": rows[:at_edge] + [dup] + rows[at_edge:],
+                       "none": rows}.items():
+        path = tmp_path / f"{name}.parquet"
+        frame = pd.DataFrame(data, columns=["query_id", "doc_id", "score"])
+        for j, start in enumerate(range(0, len(frame), 317)):  # files cut inside queries
+            path.mkdir(exist_ok=True)
+            frame.iloc[start:start + 317].to_parquet(path / f"part-{j:03d}.parquet", index=False)
+        layouts[name] = spark.read.parquet(str(path))
+    layouts["shuffled"] = spark.createDataFrame(pd.DataFrame(rows + [dup], columns=["query_id", "doc_id", "score"])
+                                                .sample(frac=1, random_state=3)).repartition(5)
+    layouts["across"] = layouts["none"].unionByName(spark.createDataFrame([dup], ["query_id", "doc_id", "score"]))
+    return layouts, pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+@pytest.mark.parametrize("strategy", ["top_k", "full"])
+def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strategy):
+    qrels = pd.DataFrame([("u031", "i3", 1), ("u002", "i1", 2), ("u002", "i22", 1)],
+                         columns=["query_id", "doc_id", "relevance"])
+    layouts, clean = _dup_layouts(spark, tmp_path)
+    measures = ndcg_plugin.parse_measures(["NDCG_exp@10", "HitRate@10"])
+    for name, run in layouts.items():
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run, measures, strategy=strategy)
+        if name == "none":
+            assert ev.aggregates() == _local(qrels, clean, measures)[0]
+            continue
+        with pytest.raises(ValueError, match=r"^run: duplicate \(query_id, doc_id\) = \('u031', 'i29'\): 2 rows"):
+            ev.aggregates()

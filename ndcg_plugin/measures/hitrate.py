@@ -94,7 +94,7 @@ def _query_spark(ctx, hits):
 
 
 def _item_spark(ctx, hits):
-    den = ctx.F.least(ctx.returned.cast("double"), ctx.F.lit(float(ctx.spec.cutoff)))
+    den = ctx.returned_within(ctx.spec.cutoff)
     return ctx.parts(ctx.ratio(hits, den), hits=hits, den=den)
 
 

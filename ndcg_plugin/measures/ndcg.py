@@ -177,25 +177,17 @@ class NDCGFamily(Family):
             return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
     def spark(self, spec: Spec, ctx):
+        """DCG over the run's rows in rank order, IDCG over the ideal ranking of the qrels' (or the
+        run's judged rows') positive gains, both added in order with numpy's discounts."""
         F = ctx.F
         gain = self._spark_gain(spec, F)
         g = F.when(ctx.judged, gain(ctx.label)).otherwise(F.lit(0.0))
-        dcg = ctx.run_agg("dcg", F.coalesce(F.sum(F.when(ctx.inside, g * ctx.disc(ctx.rank))), F.lit(0.0)))
-        # the ideal order: without gains overrides, ordering by label orders linear and exponential gains alike
-        key = ("label",) if not spec.gains else (spec.variant, spec.gains)
-
-        def ideal_order(label):
-            return label.desc() if not spec.gains else gain(label).desc()
-
-        if spec.ideal == "run":
-            irank = ctx.run_ideal_rank(key, ideal_order(ctx.label))
-            pool = ctx.is_run & ctx.judged & (g > 0) & ctx.within(irank, spec.cutoff)
-            idcg = ctx.run_agg("idcg", F.coalesce(F.sum(F.when(pool, g * ctx.disc(irank))), F.lit(0.0)))
+        dcg = ctx.dcg("dcg", g, ctx.inside)
+        if spec.ideal == "run":  # every judged doc the run retrieved, not only its top k
+            pool = F.when(ctx.is_run & ctx.judged, g)
         else:
-            label = F.col("label")  # the qrels side's
-            irank, qg = ctx.qrels_ideal_rank(key, ideal_order(label)), gain(label)
-            top = F.when((qg > 0) & ctx.within(irank, spec.cutoff), qg * ctx.disc(irank))
-            idcg = F.coalesce(ctx.qrels_agg("idcg", F.coalesce(F.sum(top), F.lit(0.0))), F.lit(0.0))
+            pool = F.when(ctx.is_qrels, gain(ctx.qrels_label))
+        idcg = ctx.ideal_dcg("idcg", pool, spec.cutoff)
         overflow = pick(_OVERFLOW, spec, "the Spark engine")
         if overflow is not None:  # as gain_of refuses an infinite gain, unless gains= maps the label
             keys = [int(k) for k, _ in spec.gains]

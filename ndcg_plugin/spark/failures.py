@@ -64,3 +64,29 @@ def reraise(files: dict | None = None) -> Iterator[None]:
                 located = locate_error(path, kind, run_format)
                 raise (located or InputError(path, None, message[len(path) + 2:])) from None
         raise ValueError(message.rstrip(".")) from None
+
+
+def locate_duplicate(path: str, kind: str, run_format: str) -> InputError | None:
+    """The local reader's error for a repeated pair in a local file (both lines or rows named);
+    None when the file is not local or the local reader finds none."""
+    if not is_local(path):
+        return None
+    from ..reading import read
+    try:
+        read(local_path(path), kind, run_format=run_format, source=str(path))
+    except InputError as e:
+        return e
+    return None
+
+
+def duplicate_error(kind: str, pair: list, n: int, files: dict | None = None) -> Exception:
+    """The error for a repeated (query, doc) pair of ``kind``: the local reader's, naming both
+    lines, for a local file of ``files`` ({path: (kind, run_format)}); else the pair and its count
+    (rows of a Spark DataFrame have no order to name them by)."""
+    for path, (k, run_format) in (files or {}).items():
+        if k == kind:
+            located = locate_duplicate(path, kind, run_format)
+            if located is not None:
+                return located
+    return ValueError(f"{kind}: duplicate (query_id, doc_id) = ({pair[0]!r}, {pair[1]!r}): {n} rows; trec_eval "
+                      f"refuses duplicates")

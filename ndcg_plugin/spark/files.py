@@ -80,6 +80,20 @@ def _fail(path: str, reason: Column) -> Column:
     return fail(F.concat(F.lit(f"{path}: "), reason))
 
 
+def first_fields(path: str, kind: str) -> int | None:
+    """The number of fields of a local file's first data line (None: it has none), read here
+    rather than by a Spark job: lines cut at ``\\n``, ASCII whitespace, comments and a leading BOM as
+    Spark's reading below sees them."""
+    import gzip
+    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+        for i, line in enumerate(f):
+            line = line[3:] if i == 0 and line.startswith(b"\xef\xbb\xbf") else line
+            fields = line.split()
+            if fields and not (line.startswith(b"#") if kind == "qrels" else fields[0].startswith(b"#")):
+                return len(fields)
+    return None
+
+
 def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
     head = _check_local(path) if is_local(path) else b""
     df = spark.read.option("lineSep", "\n").text(str(path))
@@ -93,14 +107,18 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
     data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
                     .otherwise(~F.col("blank") & ~comment))
-    with reraise({str(path): (kind, run_format)}):
-        first = data.select(F.size("f").alias("n")).first()
-    if first is None:
+    if is_local(path):
+        fields = first_fields(local_path(path), kind)
+    else:
+        with reraise({str(path): (kind, run_format)}):
+            first = data.select(F.size("f").alias("n")).first()
+        fields = None if first is None else first["n"]
+    if fields is None:
         raise InputError(str(path), None, f"no {kind} lines found: the input is empty")
     if kind == "qrels":
         layout = LAYOUTS["qrels"]
     else:
-        layout = LAYOUTS[("msmarco" if first["n"] == 3 else "trec") if run_format == "auto" else run_format]
+        layout = LAYOUTS[("msmarco" if fields == 3 else "trec") if run_format == "auto" else run_format]
     n = F.size("f")
     count_ok = (n >= layout.columns) if layout.extra_allowed else (n == layout.columns)
     raw = F.get("f", layout.value_at)

@@ -1,35 +1,34 @@
-"""The Spark SQL plan: every measure from one shuffle of the run and the qrels by query id.
+"""The Spark SQL plan's skeleton, shared by its two row plans (:mod:`.topk` and :mod:`.full`).
 
-1. run rows and qrels rows are put in one DataFrame (a union, tagged) and hash-partitioned by
-   query id: the only shuffle of the data. Every later step needs rows clustered by query id
-   (or by (query id, doc id), which that partitioning also satisfies), so it runs within a
-   partition after a local sort;
-2. a window over (query, doc) gives each run row its qrels label (the join) and counts repeated
-   pairs; a window over the query tells whether the qrels hold it;
-3. a window over the query, ordered by score descending then doc id descending (trec_eval's
-   order; Spark compares strings by their UTF-8 bytes), numbers the run rows (the rank), and
-   counts judged rows above each row (the rank under ``judged_only``, trec_eval -J);
-4. what each measure's family asks for (:meth:`ndcg_plugin.measures.Family.spark`, through a
-   :class:`MeasureColumns`): per-query aggregates over the tagged rows, per-query aggregates
-   over the qrels alone (shuffled on their own by query id: a small shuffle), ranks of an ideal
-   ordering (windows), and checks of the labels;
-5. one grouped aggregation per query computes every measure, then one global aggregation gives
-   exact partial sums of the per-query values (:func:`exact_sums`: per binary exponent, in 64-bit
-   integers), which the driver adds up exactly: the same digits as the local engine, whatever
-   the partitioning. Only those few rows reach the driver.
+Each row plan gives one DataFrame of tagged rows hash-partitioned by query id: run rows
+(``is_run``, with their ``rank`` and the qrels ``label`` joined to them by a window over
+(query, doc)) and qrels rows (``lab``). Then, within each partition (no further shuffle):
+
+1. what each measure's family asks for (:meth:`ndcg_plugin.measures.Family.spark`, through a
+   :class:`MeasureColumns`) becomes one grouped aggregation per query: counts, minima, and for
+   DCG the terms as a small array folded in rank order with numpy's discounts (:func:`discounts`),
+   so that every per-query value is the local engine's to the bit;
+2. :func:`result_rows`: the per-query values split for exact sums (per binary exponent, in 64-bit
+   integers: :func:`exact_parts`) and the validation counts, in one grouped aggregation. The driver
+   collects those few rows once and adds them up exactly (:class:`ndcg_plugin.exact.ExactSum`):
+   the same digits as the local engine, whatever the partitioning.
 
 A family the registry does not know, or one without a Spark hook, is refused by name.
-``ties="average"`` is refused (:func:`ndcg_plugin.spark.prepare`): the local engine computes it.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..measures import Spec, family
 from .failures import fail
+
+#: ranks with a discount in the table of a plan that has a measure without a cutoff; a query that
+#: needs more makes the evaluation run again with a table as long as it needs (one more job)
+DEFAULT_DISCOUNTS = 1000
 
 
 @dataclass(frozen=True)
@@ -46,21 +45,32 @@ class Output:
 @dataclass
 class Plan:
     """What the families asked for, gathered before the DataFrames are built."""
-    run_aggs: list = field(default_factory=list)        # per-query aggregates over the tagged rows
-    qrels_aggs: list = field(default_factory=list)      # per-query aggregates over the qrels alone
-    post: list = field(default_factory=list)            # per-query values from the aggregates
-    run_ranks: dict = field(default_factory=dict)       # ideal key -> (column name, order) over the run rows
-    qrels_ranks: dict = field(default_factory=dict)     # ideal key -> (column name, order) over the qrels
-    label_checks: list = field(default_factory=list)    # (bad label condition, message)
+    discounts: int                                       # ranks 1..discounts have a discount
+    aggs: list = field(default_factory=list)             # per-query aggregates over the tagged rows
+    post: list = field(default_factory=list)             # per-query values from the aggregates
+    needs: list = field(default_factory=list)            # per query: the largest rank a discount is needed for
+    label_checks: list = field(default_factory=list)     # (bad label condition, message)
     outputs: list = field(default_factory=list)
+    table: Column | None = None                          # the discounts, made once
+
+    def discount(self, rank: Column) -> Column:
+        """numpy's log2(rank + 1) for an integer rank; NULL beyond the table."""
+        if self.table is None:
+            self.table = discounts(self.discounts)
+        return F.try_element_at(self.table, rank)
+
+
+def discounts(n: int) -> Column:
+    """numpy's ``log2(r + 1)`` for ranks r = 1..n, as one array literal (folded once by Spark's
+    optimizer): the divisors the local engine divides gains by (``np.log2(rank + 2.0)`` with
+    0-based ranks). Spark's ``log2`` (ln x / ln 2) differs from numpy's in the last bit."""
+    import numpy as np
+    table = np.log2(np.arange(max(n, 1), dtype=np.int64) + 2.0)
+    return F.from_json(F.lit(json.dumps([float(x) for x in table])), "array<double>")
 
 
 def within(rank: Column, cutoff: int | None) -> Column:
     return F.lit(True) if cutoff is None else rank <= F.lit(cutoff)
-
-
-def disc(rank: Column) -> Column:
-    return F.lit(1.0) / F.log2(rank.cast("double") + F.lit(1.0))
 
 
 def ratio(num: Column, den: Column) -> Column:
@@ -73,38 +83,47 @@ class MeasureColumns:
     rows' columns for this measure's spec, helpers, and the registration of what it needs."""
     F = F
     within = staticmethod(within)
-    disc = staticmethod(disc)
     ratio = staticmethod(ratio)
 
     def __init__(self, plan: Plan, name: str, spec: Spec, i: int):
         self.plan, self.name, self.spec, self.i = plan, name, spec, i
         self.is_run, self.judged, self.label = F.col("is_run"), F.col("judged"), F.col("label")
+        self.is_qrels, self.qrels_label = ~F.col("is_run"), F.col("lab")
         self.rank = F.col("jrank") if spec.judged_only else F.col("rank")
         eligible = self.is_run & (F.col("kept") if spec.judged_only else F.lit(True))
         self.inside = eligible & within(self.rank, spec.cutoff)
         self.relevant = self.judged & (self.label >= F.lit(spec.rel))
-        self.returned = F.col("returned")
 
     def run_agg(self, name: str, column: Column) -> Column:
         """A per-query aggregate over the tagged rows; the column that holds it."""
-        self.plan.run_aggs.append(column.alias(f"{name}{self.i}"))
+        self.plan.aggs.append(column.alias(f"{name}{self.i}"))
         return F.col(f"{name}{self.i}")
 
-    def qrels_agg(self, name: str, column: Column) -> Column:
-        """A per-query aggregate over the qrels rows alone (NULL for a query without qrels)."""
-        self.plan.qrels_aggs.append(column.alias(f"{name}{self.i}"))
-        return F.col(f"{name}{self.i}")
+    def returned_within(self, cutoff: int) -> Column:
+        """min(cutoff, rows the run returned for the query), a double (the top-k plan keeps at most
+        the largest cutoff of the run's rows: the minimum is the same)."""
+        return F.least(F.col("returned").cast("double"), F.lit(float(cutoff)))
 
-    def run_ideal_rank(self, key: tuple, order: Column) -> Column:
-        """The rank of each run row in an ideal ordering of the query's judged run rows (shared by
-        the measures with the same ``key``)."""
-        name, _ = self.plan.run_ranks.setdefault(key, (f"irank{len(self.plan.run_ranks)}", order))
-        return F.col(name)
+    def dcg(self, name: str, gain: Column, where: Column) -> Column:
+        """Per query, the sum of ``gain / log2(rank + 1)`` over the rows ``where`` holds, added in rank
+        order with numpy's discounts, as the local engine adds them (rows of gain 0 add nothing)."""
+        term = F.struct(self.rank.cast("int").alias("r"), gain.cast("double").alias("g"))
+        terms = F.array_sort(self.run_agg(name, F.collect_list(F.when(where & (gain != 0), term))))
+        if self.spec.cutoff is None:
+            self.plan.needs.append(F.array_max(F.transform(terms, lambda t: t["r"])))
+        return F.aggregate(terms, F.lit(0.0), lambda acc, t: acc + t["g"] / self.plan.discount(t["r"]))
 
-    def qrels_ideal_rank(self, key: tuple, order: Column) -> Column:
-        """The rank of each qrels row in an ideal ordering of the query's judgments."""
-        name, _ = self.plan.qrels_ranks.setdefault(key, (f"qrank{len(self.plan.qrels_ranks)}", order))
-        return F.col(name)
+    def ideal_dcg(self, name: str, gain: Column, cutoff: int | None) -> Column:
+        """Per query, the DCG of the ideal ranking of the positive values of ``gain`` (NULL: not in the
+        pool): sorted descending, the first ``cutoff``, added in that order as the local engine adds."""
+        pool = self.run_agg(name, F.collect_list(F.when(gain > 0, gain.cast("double"))))
+        top = F.sort_array(pool, asc=False)
+        if cutoff is not None:
+            top = F.slice(top, 1, cutoff)
+        else:
+            self.plan.needs.append(F.size(pool))
+        terms = F.transform(top, lambda g, i: g / self.plan.discount(i + 1))
+        return F.aggregate(terms, F.lit(0.0), lambda acc, t: acc + t)
 
     def check_labels(self, bad: Column, message: Column) -> None:
         """Refuse the input (with ``message``) where a qrels label (column ``lab``) is ``bad``."""
@@ -123,9 +142,9 @@ class MeasureColumns:
         return out
 
 
-def plan_measures(specs: list[tuple[str, Spec]]) -> Plan:
+def plan_measures(specs: list[tuple[str, Spec]], table: int) -> Plan:
     """Ask each measure's family for its columns (a family without a Spark hook refuses by name)."""
-    plan = Plan()
+    plan = Plan(table)
     for i, (name, spec) in enumerate(specs):
         family(spec.family).spark(spec, MeasureColumns(plan, name, spec, i))
     return plan
@@ -148,67 +167,23 @@ def align(run: DataFrame, qrels: DataFrame) -> tuple[DataFrame, DataFrame]:
     return run, qrels
 
 
-def ranked_rows(run: DataFrame, qrels: DataFrame, specs: list[Spec], plan: Plan) -> DataFrame:
-    """Steps 1-3, and the families' ideal ranks over the run rows: the tagged rows with label,
-    rank, judged rank and ideal ranks as columns. ``run`` has (q, d, s), ``qrels`` (q, d, lab), as
-    from :func:`align`."""
-    r = run.select("q", "d", F.when(F.col("s") == 0, F.lit(0.0)).otherwise(F.col("s")).alias("s"),
-                   F.lit(None).cast("long").alias("lab"), F.lit(True).alias("is_run"))
-    j = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
-                     F.lit(False).alias("is_run"))
-    rows = r.unionByName(j).repartition("q")
-    pair = Window.partitionBy("q", "d")
-    query = Window.partitionBy("q")
-    rows = rows.select(
-        "q", "d", "s", "is_run",
-        F.max("lab").over(pair).alias("label"),
-        F.count("lab").over(pair).alias("n_qrels_pair"),
-        F.sum(F.col("is_run").cast("int")).over(pair).alias("n_run_pair"),
-    ).withColumn("has_qrels", F.max((~F.col("is_run")).cast("int")).over(query) > 0)
-    judged = F.col("label").isNotNull()
-    rows = rows.withColumn("judged", judged).withColumn("kept", F.col("judged") & (F.col("label") >= 0))
-    doc = F.col("d").cast("string")  # trec_eval's tie rule compares doc ids as strings (bytes)
-    order = Window.partitionBy("q").orderBy(F.col("is_run").desc(), F.col("s").desc(), doc.desc())
-    rows = rows.withColumn("rank", F.row_number().over(order))
-    if any(s.judged_only for s in specs):
-        running = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        rows = rows.withColumn("jrank", F.sum(F.col("kept").cast("int")).over(running))
-    for name, ideal in plan.run_ranks.values():
-        # an ideal ranking from the run: its judged rows first, in the family's order
-        w = Window.partitionBy("q").orderBy((F.col("is_run") & judged).desc(), ideal)
-        rows = rows.withColumn(name, F.row_number().over(w))
-    return rows
+def repeated(pair_count: str, where: Column) -> Column:
+    """The smallest repeated (query, doc) pair among the rows ``where`` holds, with its count: a
+    struct (pair: [query, doc] as strings, n), NULL when there is none."""
+    pair = F.array(F.col("q").cast("string"), F.col("d").cast("string"))
+    return F.min(F.when(where & (F.col(pair_count) > 1), F.struct(pair.alias("pair"), F.col(pair_count).alias("n"))))
 
 
-def qrels_side(qrels: DataFrame, plan: Plan) -> DataFrame | None:
-    """The families' per-query aggregates over the qrels alone (a small shuffle of the qrels by
-    query id, one sort per ideal ordering): (q, ...); None if no family asked for one."""
-    if not plan.qrels_aggs:
-        return None
-    rows = qrels.select("q", F.col("lab").cast("long").alias("label")).repartition("q")
-    for name, order in plan.qrels_ranks.values():
-        rows = rows.withColumn(name, F.row_number().over(Window.partitionBy("q").orderBy(order)))
-    return rows.groupBy("q").agg(*plan.qrels_aggs)
-
-
-def per_query(rows: DataFrame, plan: Plan, qrels: DataFrame | None) -> DataFrame:
-    """Step 5: one row per query id (run-only queries too, flagged by ``has_qrels``), with each
-    measure's per-query value, and the validation counts."""
+def per_query(rows: DataFrame, plan: Plan, checks: list[Column]) -> DataFrame:
+    """One row per query id (run-only queries too, flagged by ``has_qrels``): each measure's
+    per-query values, and the validation columns (``returned``, ``dup_qrels``, ``dup_run``, ``need``)."""
     is_run = F.col("is_run")
-    pair = F.concat_ws(" ", F.col("q").cast("string"), F.col("d").cast("string"))
-    checks = [
-        F.max(F.col("has_qrels")).alias("has_qrels"),
-        F.sum(is_run.cast("long")).alias("returned"),
-        F.max(F.when(is_run, F.col("n_run_pair"))).alias("max_run_pair"),
-        F.max(F.when(~is_run, F.col("n_qrels_pair"))).alias("max_qrels_pair"),
-        F.min(F.when(is_run & (F.col("n_run_pair") > 1), pair)).alias("dup_run"),
-        F.min(F.when(~is_run & (F.col("n_qrels_pair") > 1), pair)).alias("dup_qrels"),
-    ]
-    grouped = rows.groupBy("q").agg(*checks, *plan.run_aggs)
-    if qrels is not None:
-        grouped = grouped.join(qrels, "q", "left")
-    keep = ["q", "has_qrels", "returned", "max_run_pair", "max_qrels_pair", "dup_run", "dup_qrels"]
-    return grouped.select(*keep, *plan.post)
+    base = [F.max(~is_run).alias("has_qrels"), F.count("rank").alias("returned"),
+            repeated("n_qrels_pair", ~is_run).alias("dup_qrels"), *checks]
+    grouped = rows.groupBy("q").agg(*base, *plan.aggs)
+    need = F.greatest(*plan.needs, F.lit(0)) if plan.needs else F.lit(None).cast("int")
+    keep = ["q", "has_qrels", "returned", "dup_qrels", "dup_run"]
+    return grouped.select(*keep, need.cast("long").alias("need"), *plan.post)
 
 
 def exact_parts(value: Column) -> list[Column]:
@@ -232,30 +207,56 @@ def exact_parts(value: Column) -> list[Column]:
             F.shiftright(mantissa, 18).bitwiseAND(mask).alias("mid"), mantissa.bitwiseAND(mask).alias("lo")]
 
 
-def exact_sums(wide: DataFrame, outputs: list[Output], key: Column | None = None) -> DataFrame:
-    """The per-query columns each measure aggregates (its values; an item-level measure's hits and
-    den), as exact partial sums: one row per (key, measure i, part, shift) with the sums of
-    ``hi``, ``mid``, ``lo`` and the number of values; NULL values (no value) are left out. A few
-    hundred rows, combined on the driver (:class:`ndcg_plugin.exact.ExactSum`)."""
+_NULL = {"i": "int", "part": "string", "v": "double", "big": "long"}
+_EXAMPLE = "struct<pair:array<string>,n:bigint>"
+
+
+def _item(kind: str, **given: Column) -> Column:
+    """One row of the results, before they are grouped: NULL in the fields ``given`` lacks."""
+    fields = [F.lit(kind).alias("kind")]
+    fields += [given[name].alias(name) if name in given else F.lit(None).cast(t).alias(name)
+               for name, t in _NULL.items()]
+    fields.append((given["example"] if "example" in given else F.lit(None).cast(_EXAMPLE)).alias("example"))
+    return F.struct(*fields)
+
+
+def result_rows(wide: DataFrame, outputs: list[Output], key: Column | None, extra: DataFrame | None) -> DataFrame:
+    """The few rows the driver collects, from one grouped aggregation over the per-query table of
+    every query: per (key, measure i, part, shift) the exact partial sums (``hi``, ``mid``, ``lo``)
+    of the values each measure aggregates and their number ``n`` (its values; an item-level
+    measure's hits and den; NULL values, "no value", are left out); and the validation rows
+    (kind ``unmatched``/``run_queries``: n; ``need``: big; ``dup_qrels``/``dup_run``: example).
+    ``extra``: rows (kind, example) to add (the run's duplicate check in the top-k plan)."""
+    has_qrels, returned = F.col("has_qrels"), F.col("returned")
     items = []
     for i, o in enumerate(outputs):
         parts = {"hits": o.hits, "den": o.den} if o.hits is not None else {"value": o.value}
-        items += [F.struct(F.lit(i).alias("i"), F.lit(part).alias("part"), F.col(c).cast("double").alias("v"))
-                  for part, c in parts.items()]
-    keys = [key.alias("key")] if key is not None else []
-    long = wide.select(*keys, F.explode(F.array(*items)).alias("x")).select(*(["key"] if keys else []), "x.*")
-    long = long.where(F.col("v").isNotNull()).select(*(["key"] if keys else []), "i", "part", *exact_parts(F.col("v")))
-    return long.groupBy(*(["key"] if keys else []), "i", "part", "shift").agg(
-        F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.count(F.lit(1)).alias("n"))
+        for part, c in parts.items():
+            v = F.col(c).cast("double")
+            items.append(F.when(has_qrels & v.isNotNull(), _item("sum", i=F.lit(i), part=F.lit(part), v=v)))
+    items += [F.when(~has_qrels & (returned > 0), _item("unmatched")), F.when(returned > 0, _item("run_queries")),
+              F.when(F.col("need").isNotNull(), _item("need", big=F.col("need"))),
+              F.when(F.col("dup_qrels").isNotNull(), _item("dup_qrels", example=F.col("dup_qrels"))),
+              F.when(F.col("dup_run").isNotNull(), _item("dup_run", example=F.col("dup_run")))]
+    keyed = key if key is not None else F.lit(None)
+    x = wide.select(keyed.alias("key"), F.explode(F.filter(F.array(*items), lambda t: t.isNotNull())).alias("x"))
+    is_sum = F.col("x.kind") == "sum"
+    x = x.select(F.when(is_sum, F.col("key")).alias("key"), "x.kind", "x.i", "x.part", "x.big", "x.example",
+                 *exact_parts(F.col("x.v")))
+    out = x.groupBy("kind", "key", "i", "part", "shift").agg(
+        F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.count(F.lit(1)).alias("n"),
+        F.max("big").alias("big"), F.min("example").alias("example"))
+    if extra is not None:
+        out = out.unionByName(extra.select(*[F.col(c).cast(out.schema[c].dataType) if c in extra.columns
+                                             else F.lit(None).cast(out.schema[c].dataType).alias(c)
+                                             for c in out.columns]))
+    return out
 
 
-def check_columns() -> list[Column]:
-    """Global counts that say whether the input was valid, over the per-query table of all queries."""
-    return [
-        F.sum(F.when(~F.col("has_qrels"), 1).otherwise(0)).alias("unmatched"),
-        F.sum(F.when(F.col("returned") > 0, 1).otherwise(0)).alias("run_queries"),
-        F.max("max_run_pair").alias("max_run_pair"),
-        F.max("max_qrels_pair").alias("max_qrels_pair"),
-        F.min("dup_run").alias("dup_run"),
-        F.min("dup_qrels").alias("dup_qrels"),
-    ]
+def observed(wide: DataFrame) -> list[Column]:
+    """The validation counts of :func:`result_rows`, as aggregates over the per-query table (for
+    ``DataFrame.observe``: the per-query output validates as it is computed)."""
+    has_qrels, returned = F.col("has_qrels"), F.col("returned")
+    return [F.count(F.when(~has_qrels & (returned > 0), True)).alias("unmatched"),
+            F.count(F.when(returned > 0, True)).alias("run_queries"), F.max("need").alias("need"),
+            F.min("dup_qrels").alias("dup_qrels"), F.min("dup_run").alias("dup_run")]
