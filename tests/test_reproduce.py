@@ -814,3 +814,22 @@ def test_ids_short_in_one_run_and_long_in_the_other_are_coded_alike(tmp_path):
     # overlaps 0 1 2 (b from depth 3 on: ranks 1 and 3): (0 + .95 * 1/2 + .95^2 * 2/3) / (1 + .95 + .95^2)
     expected = (0.95 * 0.5 + 0.9025 * 2 / 3) / (1 + 0.95 + 0.9025)
     assert value(frame, statistic="RBO") == pytest.approx(expected, abs=1e-15)
+
+
+def test_the_plugins_six_measures_in_a_report_are_evals_numbers(tmp_path):
+    from ndcg_plugin import reproduce_scores
+    from ndcg_plugin.evaluation import Evaluation
+    from ndcg_plugin.measures import parse_measures
+    f = dl19_reproduction(tmp_path)
+    six = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item(rel=2)@10", "MRR_zero@10", "MRR_ignore(rel=2)@10"]
+    frame = reproduce.runs(f["qrels"], f["ob"], f["oa"], f["rb"], f["ra"], six, cutoffs=[10])
+    qrels = reproduce_scores.read_qrels(f["qrels"])
+    for key, run, version in (("ob", "baseline", "original"), ("ra", "advanced", "reproduced")):
+        evaluated = Evaluation(parse_measures(six), str(f[key])).compute(qrels).aggregates
+        for m, v in evaluated.items():
+            assert value(frame, statistic="ARP", measure=str(m), run=run, version=version) == v
+    assert value(frame, statistic="ER", measure="NDCG_exp@10") == pytest.approx(
+        (value(frame, statistic="ARP", measure="NDCG_exp@10", run="advanced", version="reproduced")
+         - value(frame, statistic="ARP", measure="NDCG_exp@10", run="baseline", version="reproduced"))
+        / (value(frame, statistic="ARP", measure="NDCG_exp@10", run="advanced", version="original")
+           - value(frame, statistic="ARP", measure="NDCG_exp@10", run="baseline", version="original")), rel=1e-12)
