@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import ir_measures
 
 from . import cli_parser
-from .errors import DatasetError, InputError
-from .evaluation import Evaluation, ReadOptions, check_provider
+from .errors import DatasetError, InputError, UsageError
+from .evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
 from .formatting import SUMMARY_QID, EvalWriter
 from .measures import examples, parse_measures, registry, same_as_builtin
 from .trec_eval_check import crosscheck as run_crosscheck
@@ -26,10 +26,6 @@ from .trec_eval_check import default_measures, format_rows
 def _read(data, kind: str, **options):
     from .reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
     return read(data, kind, **options)
-
-class UsageError(Exception):
-    """A problem with what the user asked for, reported in one line with exit status 2."""
-
 
 def _parse_measures(strings: Sequence[str]) -> list:
     try:
@@ -67,8 +63,11 @@ def _qrels_source(args) -> tuple[str | None, str | None]:
     if args.qrels == "-" or os.path.exists(args.qrels):
         return args.qrels, None
     from . import datasets
-    if datasets.is_dataset_id(args.qrels):
-        return None, args.qrels
+    try:
+        if datasets.is_dataset_id(args.qrels):
+            return None, args.qrels
+    except DatasetError as e:
+        raise InputError(args.qrels, None, f"no such file (and it cannot be read as an ir-datasets id: {e})") from None
     hint = datasets.did_you_mean(args.qrels) if "/" in args.qrels else ""
     raise InputError(args.qrels, None, "no such file, and not an ir-datasets id (e.g. msmarco-passage/dev/small)"
                      + hint)
@@ -99,8 +98,7 @@ def _dataset_measures(dataset: str | None) -> list:
         raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
     extra = [m for m in (same_as_builtin(m) for m in official) if m is not None and m not in official]
     note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
-    print(f"ndcg-plugin: no measures given: using the official measures of {dataset}: "
-          f"{' '.join(map(str, official))}{note}", file=sys.stderr)
+    _say(f"no measures given: using the official measures of {dataset}: {' '.join(map(str, official))}{note}")
     return official + extra
 
 
@@ -109,7 +107,7 @@ def _note_other_providers(ev: Evaluation) -> None:
     by_provider = ev.other_providers()
     if by_provider and not ev.provider:
         parts = "; ".join(f"{' '.join(map(str, ms))} by ir-measures' {p} provider" for p, ms in by_provider.items())
-        print(f"ndcg-plugin: computed by other providers: {parts}", file=sys.stderr)
+        _say(f"computed by other providers: {parts}")
 
 
 def cmd_eval(args) -> int:
@@ -132,7 +130,6 @@ def cmd_eval(args) -> int:
         # rule), the others by ir-measures, named on stderr (--provider: all by that one); a run
         # file that streams starts parsing now, while the qrels are read
         with Evaluation(measures, args.run, provider=args.provider, options=options) as ev:
-            _note_other_providers(ev)
             results = ev.compute(_qrels(path, dataset), per_query=args.by_query)
     except ValueError as e:
         if isinstance(e, InputError):
@@ -145,43 +142,32 @@ def cmd_eval(args) -> int:
     if not (args.by_query and args.no_summary):
         for m in measures:
             writer.line(SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results.aggregates[m])
+    sys.stdout.flush()  # the numbers are out (or their write error raised) before the note
+    _note_other_providers(ev)  # after the numbers: an error above stays the one line on stderr
     return 0
 
 
 def _progress(args):
-    return ProgressBar(args.run) if sys.stderr.isatty() else None
+    return ProgressBar(args.run) if sys.stderr is not None and sys.stderr.isatty() else None
 
 
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
-    """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark),
-    printed exactly as the local engine's."""
-    from . import spark as ndcg_spark
-    if not measures:
-        raise UsageError(f"give at least one measure (with --engine spark, e.g. {' '.join(examples())})")
-    if args.provider or args.duplicates != "error":
-        raise UsageError("--engine spark computes every measure itself and refuses repeated (query, doc) pairs; "
-                         "drop --provider and --duplicates")
-    if "-" in (args.qrels, args.run):
-        raise UsageError("--engine spark reads files (text or Parquet), not standard input")
+    """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
+    printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
+    from .spark import command
     try:
-        spark = ndcg_spark.session(args.spark_master)
-        ev = ndcg_spark.prepare_files(spark, args.qrels, args.run, measures, args.run_format).persist()
-        ev.check()
-        if args.by_query:
-            for qid, values in ev.rows():
+        with command.files(args, measures) as (ev, results):
+            for qid, values in (ev.rows() if args.by_query else ()):
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # queries without a value are omitted
                         writer.line(qid, m, v)
-        if not (args.by_query and args.no_summary):
-            results = ev.aggregates()
-            for m in ev.measures:
-                writer.line(SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results[m])
-    except ndcg_spark.SparkUnavailable as e:
-        raise UsageError(str(e)) from None
     except ValueError as e:
         if isinstance(e, InputError):
             raise
         raise UsageError(str(e)) from None
+    if not (args.by_query and args.no_summary):
+        for m in ev.measures:
+            writer.line(SUMMARY_QID if args.by_query and args.output == "tsv" else None, m, results[m])
     return 0
 
 
@@ -235,7 +221,7 @@ def cmd_crosscheck(args) -> int:
     print(format_rows(rows, args.places))
     bad = [r for r in rows if not r.ok]
     if bad:
-        print(f"{len(bad)} of {len(rows)} measures differ from trec_eval", file=sys.stderr)
+        _say(f"{len(bad)} of {len(rows)} measures differ from trec_eval")
         return 1
     return 0
 
@@ -246,7 +232,8 @@ def cmd_explain(args) -> int:
     if len(measure) != 1:
         raise UsageError("explain takes one measure")
     qrels = _read_qrels(args)
-    run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates)
+    run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
+                queries=qrels_queries(qrels))
     try:
         print(explain(qrels, run, args.query, measure[0], args.places).text(args.places))
     except ValueError as e:
@@ -265,9 +252,9 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
     if len(set(names)) != len(names):
         raise UsageError(f"run names must differ, got {names}; use --names")
-    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates)
-            for n, r in zip(names, args.runs, strict=True)}
     qrels = _read_qrels(args)
+    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates, queries=qrels_queries(qrels))
+            for n, r in zip(names, args.runs, strict=True)}
     baseline = None
     if args.baseline:
         baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
@@ -285,7 +272,7 @@ def cmd_compare(args) -> int:
             writers.plot(result, args.plot)
         except (ValueError, OSError) as e:
             raise UsageError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
-        print(f"ndcg-plugin: wrote {args.plot}", file=sys.stderr)
+        _say(f"wrote {args.plot}")
     return 0
 
 
@@ -314,9 +301,15 @@ def cmd_measures(args) -> int:
     return 0
 
 
+def cmd_trec_eval(args) -> int:
+    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.trec_eval_cli`)."""
+    from . import trec_eval_cli
+    return trec_eval_cli.main(args.argv)
+
+
 HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compare, "explain": cmd_explain,
             "measures": cmd_measures, "datasets_seed": cmd_datasets_seed, "datasets_info": cmd_datasets_info,
-            "reproduce": cmd_reproduce}
+            "reproduce": cmd_reproduce, "trec_eval": cmd_trec_eval}
 
 
 def build_parser():
@@ -324,27 +317,91 @@ def build_parser():
     return cli_parser.build_parser()
 
 
+class OutputError(Exception):
+    """Standard output could not be written (a full disk, a closed descriptor, an I/O error)."""
+
+
+class _Checked:
+    """Standard output with its write errors told apart from every other OSError (a closed pipe
+    stays a BrokenPipeError: the reader left, which is not an error)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(e.strerror or str(e)) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(e.strerror or str(e)) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def _say(message: str) -> None:
+    """One line on standard error, if there is a standard error."""
+    if sys.stderr is not None:
+        try:
+            print(f"ndcg-plugin: {message}", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+
+
+def _leave_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush of what could not be
+    written raises nothing more (Python's recipe for a closed pipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage or an
+    output that cannot be written (one line on stderr, no traceback), 130 interrupted (Ctrl-C)."""
     # numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins for about
     # 0.1 s of CPU waiting for work; no subcommand multiplies matrices large enough to gain from
     # them, and eval parses the run on the other cores meanwhile. Set before numpy is imported
     # (nothing above imports it); the user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = cli_parser.parse_args(argv)
-    original_format = warnings.formatwarning
+    if sys.stdout is None:
+        _say("error: standard output is closed: nothing could be written")
+        return 2
+    original_format, original_stdout = warnings.formatwarning, sys.stdout
+    sys.stdout = _Checked(original_stdout)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
-            return HANDLERS[args.handler](args)
-    except InputError as e:
-        print(f"ndcg-plugin: error: {e}", file=sys.stderr)
-    except (UsageError, DatasetError) as e:
-        print(f"ndcg-plugin: error: {e}", file=sys.stderr)
+            code = HANDLERS[args.handler](args)
+        sys.stdout.flush()
+        return code
+    except (InputError, UsageError, DatasetError) as e:
+        _say(f"error: {e}")
+    except OutputError as e:
+        _leave_stdout()
+        _say(f"error: writing standard output: {e}")
     except BrokenPipeError:
+        _leave_stdout()
         return 0
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
     finally:
         warnings.formatwarning = original_format
+        sys.stdout = original_stdout
     return 2
 
 
@@ -358,13 +415,21 @@ SWITCH_INTERVAL = 0.0005
 def run() -> None:
     """The ``ndcg-plugin`` command (and ``python -m ndcg_plugin``): :func:`main`, then exit with its
     status. Process-wide settings belong to the command, not to :func:`main` (which tests and
-    other programs call): the GIL's switch interval (:data:`SWITCH_INTERVAL`), and at the end
+    other programs call): the GIL's switch interval (:data:`SWITCH_INTERVAL`); Arrow's memory
+    pool, the system allocator unless the user chose one (ARROW_DEFAULT_MEMORY_POOL, read when
+    pyarrow is first imported: the default pool kept freed blocks, 90 MB more at the peak of a
+    10^6-user log, and the Parquet reader takes no pool of its own); and at the end
     ``gc.freeze``, so that the interpreter's final collections skip the objects still alive:
     walking numpy's, Arrow's and ir-measures' module objects cost 20-40 ms after the output was
     written, a few percent of a 7M-line eval. They are still released by reference counting;
     atexit handlers and the flush of standard streams run as usual."""
     sys.setswitchinterval(SWITCH_INTERVAL)
-    code = main()
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before main's own handling (while the arguments are read)
+        _say("interrupted")
+        code = 130
     gc.freeze()
     sys.exit(code)
 

@@ -4,6 +4,7 @@ defined once (parent parsers). Each subcommand sets ``handler``, the name of its
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 import ir_measures
@@ -54,7 +55,19 @@ def _add_eval(sub, parents: dict) -> None:
                    help="local (default) or spark: the same measures and output computed by Spark SQL on text "
                         "or Parquet files (needs the [spark] extra and Java 17)")
     e.add_argument("--spark-master", default="local[*]", metavar="URL",
-                   help="with --engine spark: the Spark master (default local[*])")
+                   help="with --engine spark: the Spark master: local[N], local[*] (default), spark://HOST:PORT, "
+                        "yarn or k8s://HOST:PORT")
+
+    def spark_conf(text: str) -> tuple[str, str]:
+        key, eq, value = text.partition("=")
+        if not eq or not key.strip():
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. spark.driver.memory=8g), got {text!r}")
+        return key.strip(), value
+
+    e.add_argument("--spark-conf", action="append", type=spark_conf, default=[], metavar="KEY=VALUE",
+                   help="with --engine spark: a Spark setting, repeatable (e.g. spark.driver.memory=8g, "
+                        "spark.sql.shuffle.partitions=400); on a local master the default is 2 partitions per core "
+                        "and half the memory for the driver")
     e.set_defaults(handler="eval")
 
 
@@ -168,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub, parents)
     _add_explain(sub, parents)
     _add_reproduce(sub, parents)
+    sub.add_parser("trec_eval", add_help=False,
+                   help="trec_eval 10.0's command line: its flags (-q -c -n -l -M -J -m), measure names and "
+                        "output, byte for byte (ndcg-plugin trec_eval --help)")
     sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(handler="measures")
     _add_datasets(sub)
     return p
@@ -176,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; eval's measures may also come after options (``eval Q R -p 6 nDCG@10``),
     which argparse alone leaves unrecognized once the positionals before the options are taken."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.trec_eval_cli
+        return argparse.Namespace(command="trec_eval", handler="trec_eval", argv=argv[1:])
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from . import reading
-from .evaluation import Evaluation
+from .evaluation import Evaluation, qrels_queries
 from .measures import parse_measures
 
 TESTS = ("t", "randomization", "bootstrap")
@@ -188,7 +188,8 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
     qrels_table = reading.read(qrels, "qrels")
     result = Comparison(names, measures, baseline, test, correction, alpha)
     for name, run in runs.items():
-        result.means[name], result.per_query[name] = per_query(qrels_table, reading.read(run, "run"), measures)
+        result.means[name], result.per_query[name] = per_query(
+            qrels_table, reading.read(run, "run", queries=qrels_queries(qrels_table)), measures)
     found = []
     for name in names:
         if name == baseline:

@@ -81,12 +81,12 @@ def scatter(out: dict[Spec, Values], block: Block) -> None:
             acc.returned[block.codes] = vals.returned
 
 
-def compute(index: QrelsIndex, run, specs: Iterable[Spec],
-            counts: list | None = None, groups: tuple | None = None) -> dict[Spec, Values]:
+def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
+            groups: tuple | None = None, q_map: np.ndarray | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``): a
     query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
     specs = list(dict.fromkeys(specs))
-    block = compute_block(index, run, specs, counts, groups)
+    block = compute_block(index, run, specs, counts, groups, q_map)
     out = empty_values(index, specs)
     scatter(out, block)
     return out

@@ -30,3 +30,7 @@ class DatasetError(ValueError):
 class Unsupported(ValueError):
     """A measure family, or a variant of one, that a backend does not implement: refused by name,
     never computed as something else."""
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for, reported in one line with exit status 2."""

@@ -90,27 +90,36 @@ class ReadOptions:
     progress: Any = None
 
 
+def qrels_queries(qrels: Any):
+    """The distinct query ids of a qrels table (an Arrow array)."""
+    import pyarrow.compute as pc
+
+    from .columns import columns_of
+    return pc.unique(columns_of(qrels, "relevance")[0])
+
+
 def refuse_crashing_queries(qrels: Any, measures: list, source: str = "qrels") -> None:
-    """An InputError naming the first qrels query whose labels are all -2 or lower: trec_eval 10.0
-    and pytrec_eval allocate a negative size for it and die (a segmentation fault, or a loop), so
-    such qrels are never handed to them."""
+    """An InputError naming the first qrels query whose labels are all negative: trec_eval 10.0
+    stops on it ("Can't calculate measure", status 4; with labels of -2 or lower it allocates a
+    negative size and dies) and pytrec_eval crashes (a segmentation fault, or a loop), so such
+    qrels are never handed to them."""
     import numpy as np
 
     from .columns import columns_of, group_codes
     qids, _, rel = columns_of(qrels, "relevance")
     rel = np.asarray(rel, dtype=np.int64)
-    if not np.any(rel <= -2):
+    if not np.any(rel < 0):
         return
     codes, uniques, _ = group_codes(qids)
     highest = np.full(len(uniques), np.iinfo(np.int64).min)
     np.maximum.at(highest, codes, rel)
-    bad = np.flatnonzero(highest <= -2)
+    bad = np.flatnonzero(highest < 0)
     if len(bad):
         names = " ".join(map(str, measures))
-        raise InputError(source, None, f"query {uniques[int(bad[0])].as_py()!r} has only labels of -2 or lower: "
-                         f"trec_eval and pytrec_eval crash on such a query, so {names} (computed by pytrec_eval) "
-                         f"cannot be; the plugin's own measures evaluate it (give the query a label of -1 or more, "
-                         f"or leave it out)")
+        raise InputError(source, None, f"query {uniques[int(bad[0])].as_py()!r} has only negative labels: "
+                         f"trec_eval cannot evaluate such a query and pytrec_eval crashes on it, so {names} "
+                         f"(computed by pytrec_eval) cannot be; the plugin's own measures evaluate it (give the "
+                         f"query a label of 0 or more, or leave it out)")
 
 
 def _is_regular_file(path: Any) -> bool:
@@ -190,8 +199,11 @@ class Evaluation:
         self.routes = {m: provider if provider else route(m) for m in self.measures}
         self.mine = [m for m in self.measures if self.routes[m] == ENGINE and not provider]
         self.others = [m for m in self.measures if m not in self.mine]
-        self.streams = (not self.others and self.options.block_bytes > 0 and str(run) != "-"
-                        and isinstance(run, (str, os.PathLike)) and "\n" not in str(run))
+        # a run file streams when it can be read again from its start (a regular file, or a
+        # folder of Parquet files): a run that turns out not grouped by query is then read again
+        # whole; a pipe, a FIFO or standard input is read once, whole
+        self.streams = (not self.others and self.options.block_bytes > 0 and isinstance(run, (str, os.PathLike))
+                        and "\n" not in str(run) and str(run) != "-" and (os.path.isfile(run) or os.path.isdir(run)))
         self.run = run
         if self.streams:  # the first blocks parse on a worker thread from now on
             from .reading.ahead import RunFile
@@ -234,14 +246,19 @@ class Evaluation:
                 return streamed
         source = str(qrels) if isinstance(qrels, (str, os.PathLike)) else "qrels"
         qrels = self.read_qrels(qrels)
-        run, groups = self.run, None
-        if not self.streams and reading.is_file_like(run):
-            run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
-                                               duplicates=self.options.duplicates, progress=self.options.progress)
-        out = Results(self.measures, {})
+        index = None
         if self.mine:
             from .qrels_index import QrelsIndex
             index = QrelsIndex(qrels)
+        run, groups = self.run, None
+        if not self.streams and reading.is_file_like(run):
+            # a repeated pair counts only in a query the qrels hold, as trec_eval
+            queries = index.qid_values if index is not None else qrels_queries(qrels)
+            run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
+                                               duplicates=self.options.duplicates, progress=self.options.progress,
+                                               queries=queries)
+        out = Results(self.measures, {})
+        if index is not None:
             out.values = engine_values(index, run, self.mine, groups, self.options.duplicates)
             out.query_ids = list(index.qids)
             out.aggregates.update(aggregate(out.values))

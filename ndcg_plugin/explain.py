@@ -58,7 +58,7 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) 
     spec = spec_of(measure)
     owner = family(spec.family)
     qrels_t = reading.read(qrels, "qrels")
-    run_t = reading.read(run, "run")
+    run_t = reading.read(run, "run", queries=qrels_t["query_id"].array)
     if query_id not in set(qrels_t["query_id"]):
         raise ValueError(f"query {query_id!r} is not in the qrels")
     index = engine.QrelsIndex(qrels_t[qrels_t["query_id"] == query_id].reset_index(drop=True))

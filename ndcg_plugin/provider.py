@@ -172,7 +172,7 @@ class NdcgPluginEvaluator(Evaluator):
         """Per-query values for each measure, as ``aggregate.Values`` aligned with ``self.index.qids``."""
         from . import reading  # imported on use: `import ndcg_plugin` stays light
         table, groups = reading.read_grouped(run, "run", run_format=self.provider.run_format,
-                                             duplicates=self.provider.duplicates)
+                                             duplicates=self.provider.duplicates, queries=self.index.qid_values)
         return evaluation.engine_values(self.index, table, self.measures, groups)
 
     def iter_calc(self, run) -> Iterator[Metric]:

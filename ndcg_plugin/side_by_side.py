@@ -202,6 +202,8 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     try:
         for part in complete_queries(run_pieces):
             any_rows = True
+            if len(part) == 0:
+                continue  # a run with no result line: its qrels queries are evaluated at the end
             groups = group_codes(part.query_id)
             if order is None:
                 order = qrels.order = _Order.of(groups[1], qrels.first_ids())
@@ -212,12 +214,17 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
             mine = qrels.through(last)
             if pending_error is not None:
                 continue  # only parse on: a bad line later in the run is reported first
-            try:
-                table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0])
+            index = QrelsIndex(mine)
+            q_map = index.code_of(groups[1])
+            try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
+                table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
+                                           only=(q_map >= 0)[groups[0]])
             except InputError as e:
                 pending_error = e
                 continue
-            sink.add(*_block(mine, table, specs, counts, groups if len(table) == len(part) else None))
+            whole = len(table) == len(part)
+            sink.add(index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
+                                                      q_map if whole else None))
     except InputError as e:  # the run's bad line: the qrels are read to their end first, for theirs
         pending_error = e
     if not any_rows and pending_error is None:
@@ -230,10 +237,6 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
         raise pending_error
     rest = qrels.through(None)  # the qrels queries after the run's last one (also checks their order)
     if len(rest):
-        sink.add(*_block(rest, Parsed.empty(LAYOUTS["trec"]), specs, [], None))
+        index = QrelsIndex(rest)
+        sink.add(index.qid_values, engine.empty_values(index, specs))
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
-
-
-def _block(qrels: Parsed, run: Parsed, specs: list, counts: list, groups: tuple | None) -> tuple:
-    index = QrelsIndex(qrels)
-    return index.qid_values, engine.compute(index, run, specs, counts=counts, groups=groups)

@@ -74,6 +74,9 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
     """Pieces of whole queries: each block's rows up to its last query, which is carried over."""
     pending: Parsed | None = None
     for piece in pieces:
+        if len(piece) == 0:  # a run with no result line (only comments): no query to complete
+            yield piece
+            continue
         merged = _concat(pending, piece)
         cut = _last_query_start(merged.query_id)
         if cut == 0:
@@ -127,7 +130,8 @@ def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: st
             pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
         table, groups = reading.read_grouped(opened.path, "run", run_format=opened.run_format, duplicates=duplicates,
-                                             source=opened.source, progress=opened.progress)
+                                             source=opened.source, progress=opened.progress,
+                                             queries=index.qid_values)
         return engine.compute(index, table, specs, groups=groups)
 
 
@@ -144,8 +148,9 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         seen.check(groups[1], q_map)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
-        try:
-            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0])
+        try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
+            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0],
+                                       only=(q_map >= 0)[groups[0]])
         except InputError as e:
             pending_error = e
             continue

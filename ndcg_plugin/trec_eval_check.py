@@ -19,7 +19,7 @@ from typing import Any
 import ir_measures
 
 from .aggregate import aggregate_arrays
-from .evaluation import Evaluation, ReadOptions
+from .evaluation import Evaluation, ReadOptions, qrels_queries
 from .formatting import ALL_DIGITS, format_value
 from .measures import PluginMeasure, family, registry
 from .oracle import Oracle
@@ -87,7 +87,7 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable | None = None, *, trec_e
     from . import reading  # imported on use: `import ndcg_plugin` stays light
 
     qrels_t = reading.read(qrels, "qrels", duplicates=duplicates)
-    run_t = reading.read(run, "run", duplicates=duplicates)
+    run_t = reading.read(run, "run", duplicates=duplicates, queries=qrels_queries(qrels_t))
     ours = Evaluation(measures, run_t, options=ReadOptions(duplicates=duplicates)).compute(qrels_t)
     ours_perq, aggregates = ours.values, ours.aggregates
     qrels_d, run_d = _as_dicts(qrels_t), _as_dicts(run_t)

@@ -37,7 +37,8 @@ BAD = [
     ("qrels-3-columns", "qrels", b"q1 d1 1\n", 1, "expected 4 columns"),
     ("duplicate-qrels-same-label", "qrels", b"q1 0 d1 1\nq1 0 d1 1\n", 2, "lines 1 and 2"),
     ("duplicate-qrels-conflicting", "qrels", b"q1 0 d1 1\nq1 0 d1 0\n", 2, "lines 1 and 2"),
-    ("empty-file", "run", b"\n\n", None, "the input is empty"),
+    ("empty-file", "run", b"", None, "the input is empty"),
+    ("blank-qrels-line", "qrels", b"q1 0 d1 1\n\nq1 0 d2 1\n", 2, "a blank line, which trec_eval refuses"),
     ("invalid-utf8", "run", b"q1 Q0 d\xff 1 2.0 t\n", None, "not valid UTF-8"),
     ("corrupt-gzip", "run", gzip.compress(GOOD_RUN.encode())[:-8], None, "gzip"),
 ]

@@ -81,9 +81,13 @@ def test_bad_lines_name_the_line_and_what_was_expected(tmp_path, text, kind, lin
 
 def test_empty_missing_and_fake_gzip_files(tmp_path):
     empty = tmp_path / "empty.run"
-    empty.write_text("\n")
+    empty.write_bytes(b"")
     with pytest.raises(InputError, match="empty"):
         read(empty, "run")
+    blank = tmp_path / "blank.run"  # trec_eval -c reads it as a run without results (exit 0, all zeros)
+    blank.write_text("\n")
+    with pytest.warns(RuntimeWarning, match="holds no result line"):
+        assert len(read(blank, "run")) == 0
     with pytest.raises(InputError, match="file not found"):
         read(tmp_path / "nope.run", "run")
     fake = tmp_path / "fake.run.gz"

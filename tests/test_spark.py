@@ -237,7 +237,7 @@ def _text_file(rng: np.random.Generator, layout: str, bad: bool) -> tuple[bytes,
         if rng.random() < 0.3:
             line += str(rng.choice([" ", "\t", "\r"]))
         lines.append(line)
-        if rng.random() < 0.2:
+        if rng.random() < (0.02 if layout == "qrels" else 0.2):  # trec_eval refuses a blank line in qrels
             lines.append(str(rng.choice(["", "   ", "\t", "\r"])))
         if rng.random() < 0.15:
             lines.append("# a comment 1 2 3" if layout == "qrels" or rng.random() < 0.5 else "  \t# indented comment")
@@ -295,9 +295,23 @@ def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
 def test_empty_and_misnamed_files(spark, tmp_path):
     from ndcg_plugin.spark import files
     empty = tmp_path / "empty.run"
-    empty.write_text("# only a comment\n\n")
+    empty.write_bytes(b"")
     with pytest.raises(ndcg_plugin.InputError, match="no run lines found"):
         files.read(spark, str(empty), "run")
+    nothing = tmp_path / "nothing.run"  # as the local reader: a run that returned nothing, with a warning
+    nothing.write_text("# only a comment\n\n")
+    with pytest.warns(RuntimeWarning, match="holds no result line"):
+        assert files.read(spark, str(nothing), "run").count() == 0
+    bom = tmp_path / "bom.run"
+    bom.write_bytes(b"\xef\xbb\xbfq Q0 d 1 1.0 t\n")
+    with pytest.warns(RuntimeWarning, match="byte order mark"):
+        assert [r["query_id"] for r in files.read(spark, str(bom), "run").collect()] == ["q"]
+    qrels = tmp_path / "comments.qrels"  # the line after a comment is a judgment, as trec_eval reads it
+    qrels.write_text("# c\n#q 0 d 1\nq 0 e 2\n")
+    rows = sorted(tuple(r) for r in files.read(spark, str(qrels), "qrels").collect())
+    local = ndcg_plugin.read(str(qrels), "qrels")
+    assert rows == sorted(zip(local["query_id"], local["doc_id"], local["relevance"].tolist(), strict=True))
+    assert ("#q", "d", 1) in rows
     fake = tmp_path / "run.gz"
     fake.write_text("q Q0 d 1 1.0 t\n")
     with pytest.raises(ndcg_plugin.InputError, match="not gzip"):

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import columns_of, group_codes, join_chunks
+from ..columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
@@ -130,7 +130,7 @@ def read_file(data: Any, kind: Kind, run_format: str = "auto", source: str | Non
 
 
 def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-         duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None):
+         duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None, queries: Any = None):
     """Read qrels (``kind="qrels"``) or a run (``kind="run"``) from any accepted form into a
     validated table (see the module docstring).
 
@@ -140,21 +140,28 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     given, is called as ``progress(bytes_done, bytes_total)`` while a file is read
     (``bytes_total`` is 0 when unknown, as for standard input). ``columns`` maps the ir-measures
     column names to those of a Parquet file or a DataFrame (``{"query_id": "user_id"}``; the
-    others keep their names).
+    others keep their names). ``queries``: see :func:`read_grouped`.
     """
     return read_grouped(data, kind, run_format=run_format, source=source, duplicates=duplicates,
-                        progress=progress, columns=columns)[0]
+                        progress=progress, columns=columns, queries=queries)[0]
 
 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
-                 duplicates: str = "error", progress=None,
-                 columns: Mapping[str, str] | None = None) -> tuple[Any, tuple | None]:
+                 duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None,
+                 queries: Any = None) -> tuple[Any, tuple | None]:
     """As :func:`read`, with :func:`ndcg_plugin.columns.group_codes` of the table's query ids,
     computed once for the duplicate check and handed back for the engine (``engine.compute(...,
-    groups=)``); None when the duplicate policy dropped rows (the engine then computes them)."""
+    groups=)``); None when the duplicate policy dropped rows (the engine then computes them).
+    ``queries`` (a run's: the qrels' query ids): the duplicate policy applies to these queries
+    only, as trec_eval accepts a repeated pair in a query it does not evaluate."""
     table, src = _unchecked(data, kind, run_format, source, duplicates, progress, columns)
     groups = group_codes(columns_of(table, VALUE_COLUMN[kind])[0])
-    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0])
+    only = None
+    if queries is not None:
+        import pyarrow.compute as pc
+        only = to_numpy(pc.is_in(groups[1], value_set=as_arrow_strings(queries).combine_chunks())
+                        ).astype(bool)[groups[0]]
+    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0], only=only)
     return out, (groups if len(out) == len(table) else None)
 
 

@@ -136,15 +136,20 @@ def _unit(table) -> tuple[str, str]:
     return (unit, unit) if unit is not None else ("row", "line")
 
 
-def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None) -> np.ndarray | None:
+def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
+              only: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the rows to keep under the duplicate policy (None: all of them), or an
     InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
-    ``columns.group_codes`` of the query ids, when the caller has them."""
+    ``columns.group_codes`` of the query ids, when the caller has them. ``only``: the rows the
+    policy applies to (a run's rows of queries the qrels hold: trec_eval accepts a repeated pair
+    in a query it does not evaluate); None for every row."""
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
     qids, docs, values, lines = _columns(table)
     dup = mask_of(qids, docs, q_codes)
-    if dup is None:
+    if dup is not None and only is not None:
+        dup &= only
+    if dup is None or not dup.any():
         return None
     rows = np.flatnonzero(dup)
     pairs = _pairs(qids, docs, rows)
@@ -168,10 +173,11 @@ def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray |
     return np.flatnonzero(drop)
 
 
-def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None):
+def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
+                       only: np.ndarray | None = None):
     """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs of a
-    DataFrame (with a ``line`` column) or of the reader's columns."""
-    keep = kept_rows(table, kind, policy, source, q_codes)
+    DataFrame (with a ``line`` column) or of the reader's columns (``only``: see :func:`kept_rows`)."""
+    keep = kept_rows(table, kind, policy, source, q_codes, only)
     if keep is None:
         return table
     if hasattr(table, "layout"):

@@ -105,16 +105,24 @@ def layout_for(kind: str, run_format: str, fields: list[bytes]) -> Layout:
 
 def first_data_line(data: bytes, kind: str) -> tuple[bytes, list[bytes]] | None:
     """The first line of ``data`` (a file's start) that is neither blank nor a comment, and its
-    fields; None if there is none in ``data``."""
+    fields; None if there is none in ``data``. In qrels, as trec_eval reads them, the line after a
+    comment is data whatever it starts with, and a blank line ends the search (it is an error the
+    line parser reports)."""
     if data.startswith(BOM):
         data = data[len(BOM):]
-    start = 0
+    start, after_comment = 0, False
     while start < len(data):
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
         line = data[start:end]
         fields = line.split()
-        if fields and not is_comment(line, fields, kind):
+        if kind == "qrels":
+            if not fields:
+                return None
+            if after_comment or not line.startswith(b"#"):
+                return line, fields
+            after_comment = True
+        elif fields and not is_comment(line, fields, kind):
             return line, fields
         start = end + 1
     return None

@@ -9,6 +9,7 @@ import gzip
 import io
 import os
 import sys
+import warnings
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
@@ -17,7 +18,7 @@ import numpy as np
 
 from ..errors import BLOCK_BYTES, InputError
 from . import columnar, lines
-from .formats import column_names, delimiter_of, first_data_line, layout_for
+from .formats import BOM, LAYOUTS, column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
 from .parquet import check_run_format, is_parquet, parquet_pieces
 
@@ -147,7 +148,7 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
     raw, total = _open(data, source)
     counting = _Counting(raw)
     try:
-        head = counting.read(2)
+        head = _read(counting, 2, source, False)
         gz = head == b"\x1f\x8b"
         if not gz and source.endswith(".gz") and head:
             raise InputError(source, None, "the name ends in .gz but the content is not gzip; rename the file "
@@ -158,10 +159,7 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
             stream = gzip.GzipFile(fileobj=_Prefixed(head, counting), mode="rb")
             pending = b""
         while True:
-            try:
-                chunk = stream.read(block_bytes)
-            except (OSError, EOFError, zlib.error) as e:
-                raise InputError(source, None, f"corrupt or truncated gzip data ({e})") from None
+            chunk = _read(stream, block_bytes, source, gz)
             if progress is not None:
                 progress(counting.done, total)
             if not chunk:
@@ -185,6 +183,21 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
     finally:
         if raw is not sys.stdin.buffer and hasattr(raw, "close") and is_path(data):
             raw.close()
+
+
+def _read(stream: Any, n: int, source: str, gz: bool) -> bytes:
+    """``stream.read(n)``, its failures as one InputError naming the file: a read error of the
+    system (EIO, a file removed from a network mount), or gzip data that is corrupt or cut short."""
+    try:
+        return stream.read(n)
+    except OSError as e:
+        if e.errno is not None:
+            raise InputError(source, None, f"cannot be read: {e.strerror or e} (errno {e.errno})") from None
+        if not gz:
+            raise InputError(source, None, f"cannot be read: {e}") from None
+        raise InputError(source, None, f"corrupt or truncated gzip data ({e})") from None
+    except (EOFError, zlib.error) as e:
+        raise InputError(source, None, f"corrupt or truncated gzip data ({e})") from None
 
 
 class _Prefixed:
@@ -226,12 +239,17 @@ def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: st
     across blocks: a block the columnar parser took has one row per line."""
     layout = delimiter = None
     first_line = 1
-    file_start = True
+    file_start, any_bytes, any_rows = True, False, False
+    comments = lines.QrelsComments() if kind == "qrels" else None
     for chunk in chunks:
+        any_bytes = any_bytes or len(chunk) > 0
         if file_start and chunk.startswith(b"PAR1") and b"\0" in chunk.head(4096):
             raise InputError(source, None, "Parquet data (it starts with PAR1), which is read from a file: give its "
                              "path, named *.parquet (a file that starts with PAR1 but does not end with it is a "
                              "truncated Parquet file)")
+        if file_start and chunk.startswith(BOM):
+            warnings.warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as "
+                          f"part of the first query id, which then matches no query)", RuntimeWarning, stacklevel=2)
         if layout is None:
             head = chunk.head(1 << 20)
             if len(head) < len(chunk):
@@ -246,10 +264,28 @@ def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: st
             if parsed is not None:
                 parsed.line = np.arange(first_line, first_line + len(parsed), dtype=np.int64)
                 first_line += len(parsed)
+                if comments is not None:
+                    comments.after = False  # a block the columnar parser takes holds no comment line
         if parsed is None:
-            parsed = lines.parse_lines(chunk.tobytes(), source, kind, run_format, layout, first_line, file_start)
+            parsed = lines.parse_lines(chunk.tobytes(), source, kind, run_format, layout, first_line, file_start,
+                                       comments)
             first_line += chunk.count(b"\n")
         file_start = False
         if parsed is not None:
             layout = layout or parsed.layout
+            any_rows = True
             yield parsed
+    yield from _end_of_file(source, kind, run_format, comments, any_bytes, any_rows)
+
+
+def _end_of_file(source: str, kind: str, run_format: str, comments, any_bytes: bool, any_rows: bool):
+    """trec_eval's rules at a file's end: a qrels file may not end with a comment line (trec_eval
+    10.0 crashes on it); a run with lines but no result line is a run that returned nothing (an
+    empty piece: every qrels query scores 0), where a file with no line at all is refused."""
+    if comments is not None and comments.after:
+        raise InputError(source, comments.line, "the qrels file ends with a comment line, on which trec_eval 10.0 "
+                         "crashes (it reads past the line); remove it, or put a judgment after it")
+    if kind == "run" and any_bytes and not any_rows:
+        warnings.warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
+                      f"as trec_eval -c scores them", RuntimeWarning, stacklevel=3)
+        yield lines.Parsed.empty(LAYOUTS["msmarco" if run_format == "msmarco" else "trec"])

@@ -86,10 +86,10 @@ def suspects(run: DataFrame) -> DataFrame:
     return g.where(bad).select("qh").distinct()
 
 
-def small(df: DataFrame, limit: int = 64 << 20) -> bool:
+def small(df: DataFrame, limit: int = 8 << 20) -> bool:
     """Whether Spark estimates ``df`` below ``limit`` bytes (no job runs: the optimizer's statistics)."""
     try:
-        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString()) < limit
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())) < limit
     except Exception:  # an estimate Spark cannot give: take the way that suits large inputs
         return False
 

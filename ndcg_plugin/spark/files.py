@@ -13,6 +13,7 @@ file. gzip files must be named ``*.gz`` (Spark decompresses by name).
 from __future__ import annotations
 
 import os
+import warnings
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -94,8 +95,35 @@ def first_fields(path: str, kind: str) -> int | None:
     return None
 
 
+def has_comment_lines(path: str) -> bool:
+    """Whether a local file has a line starting with ``#`` (a fast byte scan, no parsing)."""
+    import gzip
+    with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as f:
+        previous = b"\n"
+        while chunk := f.read(1 << 24):
+            if (previous[-1:] == b"\n" and chunk.startswith((b"#", b"\xef\xbb\xbf#"))) or b"\n#" in chunk:
+                return True
+            previous = chunk
+    return False
+
+
+def _local_qrels(spark, path: str) -> DataFrame:
+    """A local qrels file with comment lines, read by the local reader (trec_eval's rules for
+    them need each line's predecessor: the line after a comment is a judgment, a file may not
+    end with a comment) and handed to Spark."""
+    from ..reading import read as read_locally
+    table = read_locally(local_path(path), "qrels", source=str(path))
+    frame = table.astype({"query_id": object, "doc_id": object, "relevance": "int64"})
+    return spark.createDataFrame(frame, "query_id string, doc_id string, relevance long")
+
+
 def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
     head = _check_local(path) if is_local(path) else b""
+    if head.startswith(b"\xef\xbb\xbf"):
+        warnings.warn(f"{path} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as "
+                      f"part of the first query id, which then matches no query)", RuntimeWarning, stacklevel=3)
+    if kind == "qrels" and is_local(path) and has_comment_lines(local_path(path)):
+        return _local_qrels(spark, path)
     df = spark.read.option("lineSep", "\n").text(str(path))
     if head.startswith(b"\xef\xbb\xbf") or not is_local(path):
         with reraise({str(path): (kind, run_format)}):
@@ -105,16 +133,23 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
     comment = value.startswith("#") if kind == "qrels" else F.get("f", 0).startswith("#")
     # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
+    blank = F.col("blank")
+    if kind == "qrels":  # trec_eval refuses a blank line in qrels (the local reader names it)
+        blank = F.when(blank, _fail(path, F.lit("a blank line, which trec_eval refuses in qrels"))).otherwise(False)
     data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
-                    .otherwise(~F.col("blank") & ~comment))
+                    .otherwise(~blank & ~comment))
     if is_local(path):
         fields = first_fields(local_path(path), kind)
     else:
         with reraise({str(path): (kind, run_format)}):
             first = data.select(F.size("f").alias("n")).first()
         fields = None if first is None else first["n"]
-    if fields is None:
+    if fields is None and (kind == "qrels" or not head):
         raise InputError(str(path), None, f"no {kind} lines found: the input is empty")
+    if fields is None:  # as the local reader: a run that returned nothing
+        warnings.warn(f"{path} holds no result line (only comments or blank lines): every qrels query scores 0, "
+                      f"as trec_eval -c scores them", RuntimeWarning, stacklevel=3)
+        return spark.createDataFrame([], "query_id string, doc_id string, score double")
     if kind == "qrels":
         layout = LAYOUTS["qrels"]
     else:

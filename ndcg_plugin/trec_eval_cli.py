@@ -1,0 +1,490 @@
+"""``ndcg-plugin trec_eval``: trec_eval 10.0's command line, so that a script calling trec_eval
+changes one word.
+
+Accepted as trec_eval accepts them (GNU getopt, short and long forms): ``-q`` (per-query lines),
+``-c`` (average over every qrels query; a query missing from the run counts with an empty
+ranking), ``-n`` (no summary), ``-l N`` (the lowest relevant label for binary measures), ``-M N``
+(each query's top N, in trec_eval's order, before anything is computed), ``-J`` (judged documents
+only), ``-m MEASURE[.PARAMS]`` (repeatable; ``official`` when none is given, ``all_trec``), ``-v``
+and ``-h``. The output is trec_eval's byte for byte: ``%-22s\\t%s\\t%6.4f`` lines (counts as
+integers), per query in the qrels' query order then the summary (``all``) in trec_eval's measure
+order, ``runid`` from the run's tag, ``num_q``; without ``-c`` a qrels query missing from the run
+ends the command with status 4, as trec_eval 10.0 does.
+
+Who computes what (one routing, decided here): ``ndcg``, ``ndcg_cut``, ``recip_rank`` and
+``success`` with trec_eval's own gains and integer cutoffs, and without ``-J``, are computed by the
+plugin's engine (as ``nDCG``, ``nDCG@k``, ``RR(rel=l)``, ``Success(rel=l)@k``); the plugin's
+measures (``-m NDCG_exp@10``) too, printed after trec_eval's under their own names; every other
+trec_eval measure by pytrec_eval, which is trec_eval's C code. Summaries are trec_eval's: a mean
+summed in query order, counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
+``num_nonrel_judged_ret``) summed, ``gm_map`` and ``gm_bpref`` geometric means. Not computed, and
+refused by name (left out of ``all_trec`` with a note on stderr): :data:`NOT_COMPUTED`.
+"""
+from __future__ import annotations
+
+import getopt
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .errors import InputError, UsageError
+
+VERSION = "10.0"
+
+#: trec_eval's measures in the order it prints them (its measure table)
+ORDER = ("runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P relstring "
+         "recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G dcg ideal_dcg ndcg ndcg_rel Rndcg ndcg_cut "
+         "map_cut relative_P success set_P set_relative_P set_recall set_map set_F num_nonrel_judged_ret").split()
+OFFICIAL = "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P".split()
+ALL_TREC = [*OFFICIAL, "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
+            "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
+            "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"]
+#: trec_eval measures this command does not compute: pytrec_eval has no string measures
+#: (relstring), and lacks the others; trec_eval's rbp also reads uninitialised memory (its value
+#: depends on the build)
+NOT_COMPUTED = ("relstring", "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "ndcg_p", "yaap", "map_avgjg",
+                "P_avgjg", "Rprec_mult_avgjg", "prefs_*")
+#: measures whose parameters pytrec_eval mishandles (a gain map aborts the process; utility's
+#: coefficients are ignored): computed with their default parameters only
+DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
+COUNTS = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}   # summed, printed as integers
+GEOMETRIC = {"gm_map", "gm_bpref"}                                        # exp of the mean log, summary only
+SUMMARY_ONLY = {"runid", "num_q", *GEOMETRIC}
+#: the trec_eval measures the engine computes, with their default cutoffs (None: no cutoff)
+ENGINE_FAMILIES = {"ndcg": None, "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "recip_rank": None,
+                   "success": (1, 5, 10)}
+DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
+
+SHORT = "hvqm:cl:nD:N:M:JR:T:Z:"
+LONG = ["help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted", "level_for_rel=",
+        "nosummary", "Debug_level=", "Number_docs_in_coll=", "Max_retrieved_per_topic=", "Judged_docs_only",
+        "Rel_info_format=", "Results_format=", "Zscore="]
+
+USAGE = f"""usage: ndcg-plugin trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J] [-m MEASURE[.PARAMS]]... QRELS RUN
+
+trec_eval {VERSION}'s command line and output, computed by the plugin's engine and pytrec_eval
+(see docs/cli.md for what is and is not computed).
+
+positional arguments:
+  QRELS                 qrels file (TREC format)
+  RUN                   results file (TREC format)
+
+options:
+  -h, --help            show this help and exit
+  -v, --version         print the trec_eval version emulated and exit
+  -q, --query_eval_wanted
+                        per-query lines before the summary
+  -m, --measure MEASURE[.PARAMS]
+                        a measure, trec_eval's names (official, all_trec, P.5,10, ndcg_cut.10, ...) or
+                        the plugin's (NDCG_exp@10); repeatable; default official
+  -c, --complete_rel_info_wanted
+                        average over every qrels query (a query missing from the run has an empty ranking)
+  -l, --level_for_rel N
+                        lowest label counted relevant by binary measures (default 1)
+  -n, --nosummary       no summary lines
+  -M, --Max_retrieved_per_topic N
+                        each query's top N only (score descending, then doc id descending)
+  -J, --Judged_docs_only
+                        evaluate over judged documents only
+  -R, --Rel_info_format qrels
+                        only qrels (the default) is read
+  -T, --Results_format trec_results
+                        only trec_results (the default) is read
+  -D, --Debug_level N   refused (trec_eval debugging output)
+  -N, --Number_docs_in_coll N
+                        refused (pytrec_eval takes no collection size)
+  -Z, --Zscore FILE     refused (z-scores are not computed)
+"""
+
+
+@dataclass
+class Report:
+    """What the command prints: the evaluated queries in trec_eval's order, [(printed name, "trec"
+    or the plugin's measure)], {qid: {name: value}}, the run tag, and with -c the summary's
+    num_rel as trec_eval 10.0 recounts it (every qrels label above 0, whatever -l says)."""
+    qids: list
+    names: list
+    values: dict
+    tag: str = ""
+    num_rel_complete: int | None = None
+
+    def query_lines(self, qids: list | None = None) -> str:
+        return "".join(query_lines(q, self.names, self.values) for q in (self.qids if qids is None else qids))
+
+    def summary_lines(self) -> str:
+        return summary_lines(self.qids, self.names, self.values, self.tag, self.num_rel_complete)
+
+
+class MissingQuery(Exception):
+    """A qrels query with no results, without ``-c``: trec_eval 10.0 exits with status 4."""
+
+
+@dataclass
+class Options:
+    per_query: bool = False
+    complete: bool = False
+    summary: bool = True
+    level: int = 1
+    max_docs: int | None = None
+    judged_only: bool = False
+    measures: list = field(default_factory=list)
+    qrels: str = ""
+    run: str = ""
+
+
+def _integer(flag: str, text: str, lowest: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"trec_eval {flag}: expected an integer, got {text!r}") from None
+    if value < lowest:
+        raise UsageError(f"trec_eval {flag}: expected an integer >= {lowest}, got {value}")
+    return value
+
+
+def parse(argv: Sequence[str]) -> Options:
+    """trec_eval's options (SystemExit(0) after printing the help or the version)."""
+    try:
+        opts, rest = getopt.gnu_getopt(list(argv), SHORT, LONG)
+    except getopt.GetoptError as e:
+        raise UsageError(f"trec_eval: {e} (see ndcg-plugin trec_eval --help)") from None
+    o = Options()
+    for flag, value in opts:
+        if flag in ("-h", "--help"):  # as argparse does
+            print(USAGE, end="")
+            raise SystemExit(0)
+        if flag in ("-v", "--version"):
+            from . import __version__
+            print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})")
+            raise SystemExit(0)
+        if flag in ("-q", "--query_eval_wanted"):
+            o.per_query = True
+        elif flag in ("-c", "--complete_rel_info_wanted"):
+            o.complete = True
+        elif flag in ("-n", "--nosummary"):
+            o.summary = False
+        elif flag in ("-J", "--Judged_docs_only"):
+            o.judged_only = True
+        elif flag in ("-l", "--level_for_rel"):
+            o.level = _integer("-l", value, -(2 ** 31))
+        elif flag in ("-M", "--Max_retrieved_per_topic"):
+            o.max_docs = _integer("-M", value, 0)
+        elif flag in ("-m", "--measure"):
+            o.measures.append(value)
+        elif flag in ("-R", "--Rel_info_format") and value != "qrels":
+            raise UsageError(f"trec_eval -R: only the qrels format is read, got {value!r}")
+        elif flag in ("-T", "--Results_format") and value != "trec_results":
+            raise UsageError(f"trec_eval -T: only the trec_results format is read, got {value!r}")
+        elif flag in ("-D", "--Debug_level", "-N", "--Number_docs_in_coll", "-Z", "--Zscore"):
+            raise UsageError(f"trec_eval {flag} is not supported by ndcg-plugin trec_eval (run trec_eval itself)")
+    if len(rest) != 2:
+        raise UsageError(f"trec_eval takes two files, QRELS and RUN, got {len(rest)}: {' '.join(rest) or 'none'} "
+                         f"(see ndcg-plugin trec_eval --help)")
+    o.qrels, o.run = rest
+    o.measures = o.measures or ["official"]
+    return o
+
+
+def family_of(name: str) -> str:
+    """The trec_eval measure a printed name (``P_5``, ``ndcg_cut_10``) belongs to."""
+    return max((f for f in ORDER if name == f or name.startswith(f + "_")), key=len, default=name)
+
+
+@dataclass
+class Plan:
+    """Each requested measure routed once: trec_eval measures for pytrec_eval (``name[.params]``),
+    for the engine (``(family, cutoffs)``) and for :mod:`ndcg_plugin.trec_eval_interp`
+    (``(family, params)``), and the plugin's measures (ir-measures objects)."""
+    pytrec: list = field(default_factory=list)
+    engine: list = field(default_factory=list)
+    interp: list = field(default_factory=list)
+    plugin: list = field(default_factory=list)
+    left_out: list = field(default_factory=list)
+
+
+def _engine_cutoffs(family: str, params: str) -> tuple | None | bool:
+    """The cutoffs the engine computes for ``family.params``; False when the engine declines
+    (parameters it does not read as trec_eval does)."""
+    default = ENGINE_FAMILIES[family]
+    if not params:
+        return default
+    if default is None:
+        return False  # ndcg with a gain map, recip_rank with parameters: pytrec_eval's
+    parts = params.split(",")
+    if not all(p.isdigit() and int(p) > 0 for p in parts) or len(set(map(int, parts))) != len(parts):
+        return False
+    return tuple(sorted(map(int, parts)))
+
+
+def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Plan:
+    """Route each ``-m`` (see the module docstring). A measure named twice is computed once, with
+    the parameters of the first ``-m`` that gives some, as trec_eval does. An unknown or not
+    computed measure is a UsageError naming it."""
+    import pytrec_eval
+    p = Plan()
+    params: dict[str, str] = {}
+    for m in measures:
+        if m in ("official", "all_trec"):
+            chosen = OFFICIAL if m == "official" else ALL_TREC
+            p.left_out += [n for n in chosen if n in NOT_COMPUTED and n not in p.left_out]
+            for n in chosen:
+                if n not in NOT_COMPUTED:
+                    params.setdefault(n, "")
+            continue
+        fam, _, given = m.partition(".")
+        if fam not in ORDER and fam not in pytrec_eval.supported_measures and fam not in NOT_COMPUTED:
+            p.plugin.append(_plugin_measure(m))
+            continue
+        if fam in NOT_COMPUTED or fam not in pytrec_eval.supported_measures:
+            raise UsageError(f"trec_eval measure {m!r} is not computed by ndcg-plugin trec_eval "
+                             f"(not computed: {', '.join(NOT_COMPUTED)}); run trec_eval itself for it")
+        if given and fam in DEFAULT_PARAMS_ONLY:
+            raise UsageError(f"trec_eval measure {m!r}: {fam} is computed with its default parameters only "
+                             f"(pytrec_eval aborts on a gain map and ignores utility's coefficients); "
+                             f"run trec_eval itself for {m}")
+        if not params.get(fam):
+            params[fam] = given
+    for fam, given in params.items():
+        if fam in ("iprec_at_recall", "11pt_avg"):
+            p.interp.append((fam, given))
+            continue
+        cutoffs = (_engine_cutoffs(fam, given) if use_engine and fam in ENGINE_FAMILIES and not judged_only
+                   else False)
+        if cutoffs is False:
+            p.pytrec.append(f"{fam}.{given}" if given else fam)
+        else:
+            p.engine.append((fam, cutoffs))
+    return p
+
+
+def _plugin_measure(name: str):
+    import ir_measures
+
+    from .measures import PluginMeasure
+    try:
+        measure = ir_measures.parse_measure(name)
+    except (ValueError, NameError, SyntaxError, TypeError):
+        measure = None
+    if not isinstance(measure, PluginMeasure):
+        raise UsageError(f"trec_eval: unknown measure {name!r}: expected a trec_eval measure (official, all_trec, "
+                         f"P.5, ndcg_cut.10, ...) or one of the plugin's (NDCG_exp@10, ...)")
+    return measure
+
+
+def _engine_measures(fam: str, cutoffs, level: int) -> list[tuple[str, object]]:
+    """(printed name, ir-measures measure) of an engine-computed trec_eval measure."""
+    from ir_measures import RR, Success, nDCG
+    if fam == "ndcg":
+        return [("ndcg", nDCG)]
+    if fam == "recip_rank":
+        return [("recip_rank", RR(rel=level))]
+    if fam == "ndcg_cut":
+        return [(f"ndcg_cut_{k}", nDCG @ k) for k in cutoffs]
+    return [(f"success_{k}", Success(rel=level) @ k) for k in cutoffs]
+
+
+def _dicts(table, column: str) -> dict:
+    out: dict = {}
+    for q, d, v in zip(table["query_id"], table["doc_id"], table[column].tolist(), strict=True):
+        out.setdefault(q, {})[d] = v
+    return out
+
+
+def _run_tag(run) -> str:
+    """The run tag (sixth field) of the run's first data line: trec_eval's runid."""
+    import gzip
+
+    from .reading.formats import first_data_line
+    if isinstance(run, bytes):
+        start = run[:1 << 20]
+    else:
+        with open(run, "rb") as f:
+            start = f.read(1 << 20)
+        if start[:2] == b"\x1f\x8b":
+            with gzip.open(run, "rb") as f:
+                start = f.read(1 << 20)
+    first = first_data_line(start, "run")
+    return first[1][5].decode("utf-8", "replace") if first and len(first[1]) >= 6 else ""
+
+
+#: the one document of the ranking trec_eval gives, with -c, a qrels query missing from the run
+BOGUS_DOC = "ceci_nest_pas_un_docno"
+
+
+def evaluate(o: Options, use_engine: bool = True) -> Report:
+    """The :class:`Report` of the command. ``use_engine=False``: pytrec_eval computes every trec_eval
+    measure it can (the slow path the engine's is tested against). Raises :class:`MissingQuery`
+    (with the values of the queries before it) without ``-c``."""
+    from . import reading
+    from .evaluation import qrels_queries, refuse_crashing_queries
+    from .oracle import cut_run
+    p = plan(o.measures, o.judged_only, use_engine)
+    if p.left_out:
+        print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
+              file=sys.stderr)
+    run_data = sys.stdin.buffer.read() if o.run == "-" else o.run
+    qrels_table = reading.read(o.qrels, "qrels")
+    run_table = reading.read(run_data, "run", source=o.run, run_format="trec", queries=qrels_queries(qrels_table))
+    qrels, run = _dicts(qrels_table, "relevance"), _dicts(run_table, "score")
+    qids = sorted(qrels)
+    if o.max_docs is not None:
+        run = cut_run(run, o.max_docs)
+    # with -c, trec_eval ranks one unjudged document for a query missing from the run, then
+    # sets num_ret and utility back to 0
+    bogus = {q for q in qids if q not in run} if o.complete else set()
+    run = {q: run.get(q, {BOGUS_DOC: 1.0}) for q in qids if q in run or o.complete}
+    values: dict = {q: {} for q in run}
+    if p.pytrec:
+        import pytrec_eval
+        if o.level < 1:
+            raise UsageError(f"trec_eval -l {o.level}: pytrec_eval, which computes {', '.join(p.pytrec)}, takes "
+                             f"relevance levels of 1 or more; run trec_eval itself for -l {o.level}")
+        refuse_crashing_queries(qrels_table, p.pytrec, o.qrels)
+        ev = pytrec_eval.RelevanceEvaluator(qrels, set(p.pytrec), relevance_level=o.level,
+                                            judged_docs_only_flag=o.judged_only)
+        for q, got in ev.evaluate(run).items():
+            values[q].update(got)
+        for q in bogus:
+            values[q].update({k: 0.0 for k in values[q] if k == "num_ret" or family_of(k) == "utility"})
+    for fam, given in p.interp:
+        _interpolated(fam, given, qrels, run, o, values)
+    engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level)]
+    plugin = [(str(m), _at_level(m, o.level)) for m in p.plugin]
+    if engine or plugin:
+        real = {q: docs for q, docs in run.items() if q not in bogus}  # the engine's empty ranking
+        _engine_values(engine + plugin, real, qrels_table, values)
+    order: dict = {}
+    for q in values:
+        for n in values[q]:
+            order.setdefault(n, len(order))
+    plugin_names = {n for n, _ in plugin}
+    trec_names = sorted((n for n in order if n not in plugin_names),
+                        key=lambda n: (ORDER.index(family_of(n)), order[n]))
+    names = [(n, "trec") for n in trec_names] + plugin
+    if not o.complete:
+        missing = next((q for q in qids if q not in run), None)
+        if missing is not None:
+            raise MissingQuery(missing, Report([q for q in qids if q < missing], names, values))
+    tag = _run_tag(run_data) if "runid" in order else ""
+    recount = sum(1 for judged in qrels.values() for x in judged.values() if x > 0) if o.complete else None
+    return Report([q for q in qids if q in run], names, values, tag, recount)
+
+
+def _interpolated(fam: str, given: str, qrels: dict, run: dict, o: Options, values: dict) -> None:
+    from . import trec_eval_interp as ti
+    try:
+        recall_levels = ti.levels(given, ordered=fam == "iprec_at_recall")
+    except ValueError as e:
+        raise UsageError(f"trec_eval: {e}") from None
+    for q, ranking in run.items():
+        labels = ti.ranked_labels(qrels[q], ranking, o.max_docs, o.judged_only)
+        rel = ti.num_rel(qrels[q], o.level)
+        if fam == "11pt_avg":
+            values[q][f"11pt_avg_{given}" if given else "11pt_avg"] = ti.eleven_point(labels, rel, o.level,
+                                                                                       recall_levels)
+        else:
+            for level, v in zip(recall_levels, ti.interpolated(labels, rel, o.level, recall_levels), strict=True):
+                values[q][f"iprec_at_recall_{ti.level_name(level)}"] = v
+
+
+def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) -> None:
+    """Per-query values of the engine's measures into ``values`` (NaN: no line, as eval -q)."""
+    import pandas as pd
+
+    from .evaluation import ENGINE, Evaluation, route
+    chosen = [m for _, m in measures]
+    declined = [str(m) for m in chosen if route(m) != ENGINE]
+    if declined:  # never guess: a measure the engine would not compute is a bug of this plan
+        raise UsageError(f"trec_eval: the engine does not compute {', '.join(declined)}")
+    rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    with Evaluation(chosen, frame) as e:
+        res = e.compute(qrels_table, per_query=True)
+    got: dict = {m: {} for m in chosen}
+    for metric in res.metrics():
+        got[metric.measure][metric.query_id] = metric.value
+    for name, m in measures:
+        for q in values:
+            v = got[m].get(q, math.nan)
+            if not math.isnan(v):
+                values[q][name] = v
+
+
+def _at_level(measure, level: int):
+    """A plugin measure with ``rel`` set to ``-l`` unless given (binary measures only)."""
+    if "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params and level != 1:
+        return measure(rel=level)
+    return measure
+
+
+def _line(name: str, qid: str, value) -> str:
+    if isinstance(value, str):
+        return f"{name:<22}\t{qid}\t{value}\n"
+    if family_of(name) in COUNTS or name == "num_q":
+        return f"{name:<22}\t{qid}\t{int(value)}\n"
+    if value != value:  # glibc prints the NaN of 0.0 / 0.0 (sign bit set) as -nan
+        return f"{name:<22}\t{qid}\t{'-nan':>6}\n"
+    return f"{name:<22}\t{qid}\t{value:6.4f}\n"
+
+
+def query_lines(qid: str, names: list, values: dict) -> str:
+    return "".join(_line(n, qid, values[qid][n]) for n, _ in names
+                   if n not in SUMMARY_ONLY and n in values[qid])
+
+
+def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_complete: int | None = None) -> str:
+    out = []
+    for n, kind in names:
+        if n == "runid":
+            out.append(_line("runid", "all", tag))
+            continue
+        if n == "num_q":
+            out.append(_line("num_q", "all", len(qids)))
+            continue
+        if n == "num_rel" and num_rel_complete is not None:
+            out.append(_line("num_rel", "all", num_rel_complete))
+            continue
+        got = [values[q][n] for q in qids if n in values[q]]
+        if kind != "trec":  # a plugin measure: its own aggregator over the values printed
+            agg = kind.aggregator()
+            for v in got:
+                agg.add(v)
+            out.append(_line(n, "all", agg.result()))
+            continue
+        total = 0.0
+        for v in got:  # summed in query order, as trec_eval accumulates
+            total += v
+        if family_of(n) in COUNTS:
+            value = total
+        elif n in GEOMETRIC:
+            value = math.exp(total / len(qids)) if qids else 0.0
+        else:
+            value = total / len(qids) if qids else 0.0
+        out.append(_line(n, "all", value))
+    return "".join(out)
+
+
+def main(argv: Sequence[str]) -> int:
+    """The command: 0, 2 (usage or input), 4 (a qrels query missing from the run, without -c)."""
+    o = parse(argv)
+    try:
+        report = evaluate(o)
+    except MissingQuery as e:
+        missing, before = e.args
+        if o.per_query:
+            sys.stdout.write(before.query_lines())
+        sys.stdout.flush()
+        print(f"ndcg-plugin trec_eval: qrels query {missing!r} has no line in the run {o.run}: trec_eval {VERSION} "
+              f"stops here with status 4 (its message: result qid {missing!r} not found in qrels); give -c to "
+              f"evaluate it with an empty ranking", file=sys.stderr)
+        return 4
+    except ValueError as e:
+        if isinstance(e, (InputError, UsageError)):
+            raise
+        raise UsageError(f"trec_eval: {e}") from None
+    if o.per_query:
+        sys.stdout.write(report.query_lines())
+    if o.summary:
+        sys.stdout.write(report.summary_lines())
+    return 0
