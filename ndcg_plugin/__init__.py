@@ -41,5 +41,30 @@ def read(data: Any, kind: str, **options: Any):
     return _read(data, kind, **options)
 
 
+def per_query(qrels: Any, run: Any, measures: Any):
+    """Per-query values as a pandas DataFrame in one call: one row per qrels query (index
+    ``query_id``, trec_eval's query order), one column per measure (named as ir-measures prints
+    it), NaN where a measure has no value for a query (MRR_ignore without a hit). ``qrels`` and
+    ``run``: files, ir-measures' DataFrames or dicts (anything :func:`read` reads); ``measures``:
+    measure objects or strings (``"NDCG_exp@10 nDCG@10"``), computed as ``ndcg-plugin eval``
+    computes them (the engine, or ir-measures' providers for the rest)."""
+    import pandas as pd
+
+    from .evaluation import Evaluation
+    if isinstance(measures, str) or not hasattr(measures, "__iter__"):
+        measures = [measures]
+    chosen = [m for item in measures for m in (parse_measures([item]) if isinstance(item, str) else [item])]
+    with Evaluation(chosen, run) as ev:
+        results = ev.compute(qrels, per_query=True)
+    rows: dict = {}
+    for metric in results.metrics():
+        rows.setdefault(metric.query_id, {})[str(metric.measure)] = metric.value
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[str(m) for m in chosen], dtype=float)
+    if results.query_ids:  # a query with no value for any measure keeps its row (all NaN)
+        frame = frame.reindex(results.query_ids)
+    frame.index.name = "query_id"
+    return frame
+
+
 __all__ = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore",
-           "register", "crosscheck", "read", "parse_measures", "InputError", "__version__"]
+           "register", "crosscheck", "read", "per_query", "parse_measures", "InputError", "__version__"]

@@ -34,6 +34,14 @@ def _parse_measures(strings: Sequence[str]) -> list:
         raise UsageError(str(e)) from None
 
 
+def _parses(text: str) -> bool:
+    try:
+        parse_measures([text])
+    except ValueError:
+        return False
+    return True
+
+
 class ProgressBar:
     """A tqdm bar of the bytes of a file read so far, on ``file`` (stderr); the CLI makes one
     only when stderr is a terminal, so logs and pipes stay quiet. Called as the reader's
@@ -113,6 +121,12 @@ def _note_other_providers(ev: Evaluation) -> None:
 def cmd_eval(args) -> int:
     if args.no_summary and not args.by_query:
         raise UsageError("-n (no summary) only makes sense with -q (per-query output)")
+    files = [m for m in args.measures if os.path.exists(m) and not _parses(m)]
+    if files:
+        raise UsageError(f"{files[0]!r} is a file, not a measure: eval evaluates one run; to compare runs, "
+                         f"ndcg-plugin compare QRELS {args.run} {' '.join(files)} -m MEASURE ...")
+    if args.qrels == "-" and args.run == "-":
+        raise UsageError("QRELS and RUN cannot both be standard input (-): give one of them as a file")
     measures = _parse_measures([*args.measures, *args.more_measures])
     writer = EvalWriter(args.output, args.places)
     if args.engine == "spark":
@@ -123,6 +137,13 @@ def cmd_eval(args) -> int:
         except ValueError as e:
             raise UsageError(f"--{e}") from None
     path, dataset = _qrels_source(args)
+    if not measures and args.provider:  # a dataset's measures: those the provider computes
+        official = _dataset_measures(dataset)
+        measures = [m for m in official if ir_measures.providers.registry[args.provider].supports(m)]
+        left = [str(m) for m in official if m not in measures]
+        if left:
+            _say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
+                 f"{'it' if len(left) == 1 else 'them'}")
     measures = measures or _dataset_measures(dataset)
     options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args))
     try:
@@ -209,8 +230,12 @@ def cmd_datasets_info(args) -> int:
 def cmd_crosscheck(args) -> int:
     measures = _parse_measures(args.measures or list(default_measures()))
     if args.trec_eval and not (os.path.isfile(args.trec_eval) and os.access(args.trec_eval, os.X_OK)):
-        raise UsageError(f"--trec-eval {args.trec_eval}: no executable file there; give the path of a trec_eval "
-                         "binary, or leave the option out to check against pytrec_eval")
+        import shutil
+        found = shutil.which(args.trec_eval) if os.sep not in args.trec_eval else None
+        if found is None:  # a bare name is looked for on PATH, as a shell would
+            raise UsageError(f"--trec-eval {args.trec_eval}: no executable file there or on PATH; give the path of "
+                             "a trec_eval binary, or leave the option out to check against pytrec_eval")
+        args.trec_eval = found
     try:
         rows = run_crosscheck(_read_qrels(args), args.run, measures, trec_eval=args.trec_eval,
                               duplicates=args.duplicates)
@@ -228,9 +253,10 @@ def cmd_crosscheck(args) -> int:
 
 def cmd_explain(args) -> int:
     from .explain import explain
-    measure = _parse_measures([args.measure])
+    measure = _parse_measures(args.measure)
     if len(measure) != 1:
-        raise UsageError("explain takes one measure")
+        raise UsageError(f"explain takes one measure, got {len(measure)}: {' '.join(args.measure)} "
+                         f"(run explain once per measure)")
     qrels = _read_qrels(args)
     run = _read(args.run, "run", run_format=args.run_format, duplicates=args.duplicates,
                 queries=qrels_queries(qrels))
@@ -252,6 +278,12 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
     if len(set(names)) != len(names):
         raise UsageError(f"run names must differ, got {names}; use --names")
+    target = None
+    if args.plot:  # checked before the work, which can be long
+        try:
+            target = writers.plot_target(args.plot)
+        except ValueError as e:
+            raise UsageError(f"--plot {args.plot}: {e}") from None
     qrels = _read_qrels(args)
     runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates, queries=qrels_queries(qrels))
             for n, r in zip(names, args.runs, strict=True)}
@@ -267,12 +299,12 @@ def cmd_compare(args) -> int:
               "latex": lambda r: writers.to_latex(r, args.places), "csv": writers.to_csv,
               "jsonl": writers.to_jsonl}[args.output]
     print(writer(result))
-    if args.plot:
+    if target:
         try:
-            writers.plot(result, args.plot)
+            writers.plot(result, target)
         except (ValueError, OSError) as e:
-            raise UsageError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
-        _say(f"wrote {args.plot}")
+            raise UsageError(f"--plot {target}: {getattr(e, 'strerror', None) or e}") from None
+        _say(f"wrote {os.path.abspath(target)}")
     return 0
 
 
@@ -307,9 +339,25 @@ def cmd_trec_eval(args) -> int:
     return trec_eval_cli.main(args.argv)
 
 
+def cmd_irm(args) -> int:
+    """``irm``: the ``ir_measures`` command itself (its arguments, output and numbers), in a
+    process where the plugin's measures are registered; ir-measures has no plugin discovery, so
+    ``ir_measures QRELS RUN NDCG_exp@10`` alone does not know them."""
+    from ir_measures.__main__ import main_cli  # ir-measures' documented command entry point
+    saved = sys.argv
+    sys.argv = ["ndcg-plugin irm", *args.argv]
+    try:
+        main_cli()
+    except AssertionError as e:  # ir_measures asserts on some usage errors (-n without -q)
+        raise UsageError(f"ir_measures: {e}") from None
+    finally:
+        sys.argv = saved
+    return 0
+
+
 HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compare, "explain": cmd_explain,
             "measures": cmd_measures, "datasets_seed": cmd_datasets_seed, "datasets_info": cmd_datasets_info,
-            "reproduce": cmd_reproduce, "trec_eval": cmd_trec_eval}
+            "reproduce": cmd_reproduce, "trec_eval": cmd_trec_eval, "irm": cmd_irm}
 
 
 def build_parser():

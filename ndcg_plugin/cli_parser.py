@@ -35,19 +35,50 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     return {"files": files, "reading": reading, "places": places}
 
 
+def _bytes_option(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes (an integer >= 0), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes >= 0 (0: read the run whole), got {value}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a significance level between 0 and 1 (e.g. 0.05), got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 (e.g. 10000), got {value}")
+    return value
+
+
 def _add_eval(sub, parents: dict) -> None:
     e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
     e.add_argument("measures", nargs="*", help=f"measures, e.g. {examples()[0]} '{examples()[1]}' nDCG@10 AP "
                    "(default with a dataset id: its official measures)")
     e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
                    help="measures given as options (the form of compare and crosscheck), added to the others")
-    e.add_argument("-q", "--by-query", action="store_true", help="per-query values, then the aggregate")
-    e.add_argument("-n", "--no-summary", action="store_true", help="with -q: omit the aggregate")
-    e.add_argument("-o", "--output", choices=list(OUTPUTS), default="tsv",
+    # the ir-measures CLI's spellings (--by_query, --no_summary, --output_format) work too
+    e.add_argument("-q", "--by-query", "--by_query", action="store_true", help="per-query values, then the aggregate")
+    e.add_argument("-n", "--no-summary", "--no_summary", action="store_true", help="with -q: omit the aggregate")
+    e.add_argument("-o", "--output", "--output_format", choices=list(OUTPUTS), default="tsv",
                    help="tsv (default), jsonl, trec_eval (trec_eval's own layout) or csv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
-    e.add_argument("--block-size", type=int, default=BLOCK_MIB << 20, metavar="BYTES",
+    e.add_argument("--block-size", type=_bytes_option, default=BLOCK_MIB << 20, metavar="BYTES",
                    help="read a run file in blocks of this many bytes, keeping only per-query values, when "
                         f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
                         "whole into memory)")
@@ -101,8 +132,8 @@ def _add_compare(sub, parents: dict) -> None:
                    help="paired test over queries (default t)")
     c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
                    help="multiple-comparison correction over (run, measure) pairs (default holm)")
-    c.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    c.add_argument("--permutations", type=int, default=10_000,
+    c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
+    c.add_argument("--permutations", type=_positive, default=10_000,
                    help="randomization flips / bootstrap resamples (default 10000; seeded)")
     c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
     c.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
@@ -152,13 +183,14 @@ def _add_explain(sub, parents: dict) -> None:
     x = sub.add_parser("explain", help="show how one query's score is computed",
                        parents=[parents["files"], parents["reading"], parents["places"]])
     x.add_argument("--query", required=True, help="the query id")
-    x.add_argument("-m", "--measure", required=True, help=f"one plugin measure, e.g. {examples()[0]}")
+    x.add_argument("-m", "--measure", required=True, nargs="+", help=f"one plugin measure, e.g. {examples()[0]}")
     x.set_defaults(handler="explain")
 
 
 def _add_datasets(sub) -> None:
     d = sub.add_parser("datasets", help="ir-datasets collections: seed the cache offline, show what is present")
-    dsub = d.add_subparsers(dest="datasets_command", required=True)
+    dsub = d.add_subparsers(dest="datasets_command", required=True, metavar="{seed,info}",
+                            title="subcommands")
     ds = dsub.add_parser("seed", help="place local qrels/queries files where ir-datasets reads them")
     ds.add_argument("dataset", help="ir-datasets id, e.g. msmarco-passage/trec-dl-2019/judged")
     ds.add_argument("--qrels", metavar="FILE", help="the qrels file (plain or gzip)")
@@ -171,9 +203,21 @@ def _add_datasets(sub) -> None:
     di.set_defaults(handler="datasets_info")
 
 
+def _version_of(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
                                 "checked against trec_eval.")
+    from . import __version__
+    p.add_argument("--version", action="version",
+                   version=f"ndcg-plugin {__version__} (ir-measures {_version_of('ir-measures')}, "
+                           f"pytrec-eval-terrier {_version_of('pytrec-eval-terrier')})")
     sub = p.add_subparsers(dest="command", required=True)
     parents = _parents()
     _add_eval(sub, parents)
@@ -184,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("trec_eval", add_help=False,
                    help="trec_eval 10.0's command line: its flags (-q -c -n -l -M -J -m), measure names and "
                         "output, byte for byte (ndcg-plugin trec_eval --help)")
+    sub.add_parser("irm", add_help=False,
+                   help="the ir_measures command (QRELS RUN MEASURES, -q, -n, -o, -p, --provider) with the "
+                        "plugin's measures registered (ndcg-plugin irm --help)")
     sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(handler="measures")
     _add_datasets(sub)
     return p
@@ -195,6 +242,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.trec_eval_cli
         return argparse.Namespace(command="trec_eval", handler="trec_eval", argv=argv[1:])
+    if argv[:1] == ["irm"]:  # the ir_measures command's own arguments, parsed by it
+        return argparse.Namespace(command="irm", handler="irm", argv=argv[1:])
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):

@@ -10,6 +10,28 @@ import numpy as np
 from .compare import Comparison
 from .formatting import format_value
 
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def plot_target(path: str) -> str:
+    """The file ``--plot PATH`` writes, checked before any work: PATH, with ``.png`` added when it
+    has no image suffix; a ValueError for a directory, a folder that does not exist or cannot be
+    written, or a missing matplotlib."""
+    import os
+    if os.path.isdir(path):
+        raise ValueError(f"is a directory; give a file name, e.g. {os.path.join(path, 'diff.png')}")
+    target = path if path.lower().endswith(PLOT_SUFFIXES) else path + ".png"
+    folder = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(folder):
+        raise ValueError(f"the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"the folder {folder} cannot be written")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("--plot needs matplotlib: pip install 'ndcg-plugin[plot]'") from None
+    return target
+
 
 def plot(result: Comparison, path: str) -> None:
     """Per-query differences, each run minus the baseline, one panel per measure (PNG), every
@@ -33,9 +55,8 @@ def plot(result: Comparison, path: str) -> None:
             diff = diffs[name].reindex(order)
             ax.bar(np.arange(len(diff)), diff.to_numpy(), width=1.0, alpha=0.6, label=f"{name} - {base_name}")
         ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(f"{m}: per-query difference from {base_name} (queries in one order: "
-                     f"{others[0] if others else ''}'s difference, descending)")
-        ax.set_xlabel("queries")
+        ax.set_title(f"{m}: run - {base_name}, per query", fontsize="medium")
+        ax.set_xlabel(f"queries, by {others[0] if others else ''} - {base_name} (descending)", fontsize="small")
         ax.set_ylabel("difference")
         ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
@@ -63,9 +84,14 @@ def _cells(result: Comparison, places: int, bold, mark) -> list[list[str]]:
     return out
 
 
+def _marked(result: Comparison) -> bool:
+    return any(t.significant for t in result.tests.values())
+
+
 def _footnote(result: Comparison) -> str:
-    note = (f"significantly different from {result.baseline} (paired {result.test} test, {result.correction} "
-            f"correction, alpha {result.alpha})")
+    how = f"paired {result.test} test, {result.correction} correction, alpha {result.alpha}"
+    note = f"significantly different from {result.baseline} ({how})" if _marked(result) else \
+        f"no run differs significantly from {result.baseline} ({how})"
     if result.pairs_valued_only:
         note += f"; {' and '.join(result.valued_only)} pairs only the queries with a value in both runs"
     return note
@@ -75,7 +101,8 @@ def to_markdown(result: Comparison, places: int = 4) -> str:
     measures = result.measure_names
     lines = ["| run | " + " | ".join(measures) + " |", "|---" * (len(measures) + 1) + "|"]
     lines += ["| " + " | ".join(c) + " |" for c in _cells(result, places, lambda t: f"**{t}**", "†")]
-    return "\n".join(lines + ["", f"† {_footnote(result)}; best per column in bold."])
+    mark = "† " if _marked(result) else ""
+    return "\n".join(lines + ["", f"{mark}{_footnote(result)}; best per column in bold."])
 
 
 _LATEX = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
@@ -92,7 +119,8 @@ def to_latex(result: Comparison, places: int = 4) -> str:
     lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{l" + "r" * len(measures) + "}", r"\toprule",
              "Run & " + " & ".join(_latex_escape(m) for m in measures) + r" \\", r"\midrule"]
     lines += [" & ".join([_latex_escape(c[0]), *c[1:]]) + r" \\" for c in rows]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{$^\dagger$ " + _latex_escape(_footnote(result)) +
+    mark = r"$^\dagger$ " if _marked(result) else ""
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + mark + _latex_escape(_footnote(result)) +
               r"; best per column in bold.}", r"\end{table}"]
     return "\n".join(lines)
 

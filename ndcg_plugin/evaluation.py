@@ -122,6 +122,17 @@ def refuse_crashing_queries(qrels: Any, measures: list, source: str = "qrels") -
                          f"query a label of 0 or more, or leave it out)")
 
 
+def _object_ids(table: Any) -> Any:
+    """A DataFrame with its id columns as Python strings (dtype object), as ir-measures'
+    providers expect them (ranx asserts it; pandas 3 reads strings as its own string dtype);
+    anything else as given. The caller's frame is not modified."""
+    import pandas as pd
+    if not isinstance(table, pd.DataFrame):
+        return table
+    ids = [c for c in ("query_id", "doc_id") if c in table.columns and table[c].dtype != object]
+    return table.astype({c: object for c in ids}) if ids else table
+
+
 def _is_regular_file(path: Any) -> bool:
     """A path to a regular file (one that can be read again from its start), not ``-``."""
     return isinstance(path, (str, os.PathLike)) and str(path) != "-" and os.path.isfile(path)
@@ -196,6 +207,11 @@ class Evaluation:
         self.provider = provider
         if provider:
             check_provider(provider)
+            refused = [str(m) for m in self.measures if not ir_measures.providers.registry[provider].supports(m)]
+            if refused:
+                raise ValueError(f"provider {provider} does not compute {', '.join(refused)}; leave --provider out "
+                                 f"(each measure then goes to the plugin or to the first ir-measures provider "
+                                 f"that computes it), or ask {provider} for measures it computes")
         self.routes = {m: provider if provider else route(m) for m in self.measures}
         self.mine = [m for m in self.measures if self.routes[m] == ENGINE and not provider]
         self.others = [m for m in self.measures if m not in self.mine]
@@ -290,11 +306,17 @@ class Evaluation:
         if "pytrec_eval" in self.other_providers():
             refuse_crashing_queries(qrels, [m for m in self.others if self.routes[m] == "pytrec_eval"], source)
         calc = ir_measures.providers.registry[self.provider] if self.provider else ir_measures
-        if not per_query:
-            out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))
-            return
-        aggs = {m: m.aggregator() for m in self.others}
-        for metric in calc.iter_calc(self.others, qrels, run):
-            aggs[metric.measure].add(metric.value)
-            out.others.append(metric)
+        qrels, run = _object_ids(qrels), _object_ids(run)
+        try:
+            if not per_query:
+                out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))
+                return
+            aggs = {m: m.aggregator() for m in self.others}
+            for metric in calc.iter_calc(self.others, qrels, run):
+                aggs[metric.measure].add(metric.value)
+                out.others.append(metric)
+        except (AssertionError, AttributeError, KeyError, TypeError) as e:  # a provider's own refusal
+            names = ", ".join(sorted(set(self.other_providers())))
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ValueError(f"ir-measures provider {names} failed: {first}") from None
         out.aggregates.update({m: agg.result() for m, agg in aggs.items()})

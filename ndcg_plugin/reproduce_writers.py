@@ -204,6 +204,13 @@ def command(args, resolve) -> tuple[str, str | None, int]:
     to a file or a table, as every subcommand finds it): (the report's text, a line for standard
     error or None, the exit status: table mode's is 1 when a cell does not match the paper)."""
     read = {"run_format": args.run_format, "duplicates": args.duplicates}
+    target = None
+    if getattr(args, "plot", None):  # checked before the work
+        from .compare_writers import plot_target
+        try:
+            target = plot_target(args.plot)
+        except ValueError as e:
+            raise ValueError(f"--plot {args.plot}: {e}") from None
     qrels = resolve(args.qrels)
     if args.reproduce_command == "table":
         frame = table(args.published, qrels, args.runs, names=args.names, percent=args.percent, **read)
@@ -213,10 +220,11 @@ def command(args, resolve) -> tuple[str, str | None, int]:
                           args.measures, rep_qrels=args.rep_qrels and resolve(args.rep_qrels), rbo=args.rbo,
                           cutoffs=args.cutoffs or DEFAULT_CUTOFFS, p=args.rbo_p, **read)
     text = runs_output(report, args.output, args.places, args.per_topic)
-    if not args.plot:
+    if not target:
         return text, None, 0
     try:
-        plot(report, args.plot)
+        plot(report, target)
     except (ValueError, OSError) as e:
-        raise ValueError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
-    return text, f"wrote {args.plot}", 0
+        raise ValueError(f"--plot {target}: {getattr(e, 'strerror', None) or e}") from None
+    import os
+    return text, f"wrote {os.path.abspath(target)}", 0

@@ -114,7 +114,8 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable | None = None, *, trec_e
 def format_rows(rows: list[Row], places: int = 4) -> str:
     """The rows as a table; ``places`` -1 prints every digit of both values."""
     width = 24 if places == ALL_DIGITS else 12
-    head = f"{'measure':<28}{'ours':>{width}}{'trec_eval':>{width}}{'max |diff|':>13}  verdict"
+    name_width = max([28, *(len(r.measure) + 2 for r in rows)])  # long names keep the columns aligned
+    head = f"{'measure':<{name_width}}{'ours':>{width}}{'trec_eval':>{width}}{'max |diff|':>13}  verdict"
     lines = [head]
     for r in rows:
         shown = places
@@ -125,5 +126,5 @@ def format_rows(rows: list[Row], places: int = 4) -> str:
         te = "-" if r.trec_eval is None else format_value(r.trec_eval, shown)
         md = "-" if r.max_diff is None else f"{r.max_diff:.1e}"
         ours = format_value(r.ours, shown)
-        lines.append(f"{r.measure:<28}{ours:>{width}}{te:>{width}}{md:>13}  {r.verdict}")
+        lines.append(f"{r.measure:<{name_width}}{ours:>{width}}{te:>{width}}{md:>13}  {r.verdict}")
     return "\n".join(lines)

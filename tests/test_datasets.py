@@ -222,3 +222,22 @@ def test_locate_matches_the_documented_cache_layout(dataset_id):
     suffix = {"msmarco-passage/dev/small": "msmarco-passage/dev/small/qrels",
               DL19: "msmarco-passage/trec-dl-2019/qrels"}[dataset_id]
     assert str(target.path).endswith(suffix) and not target.gzipped
+
+
+def test_provider_msmarco_on_a_dataset_id_keeps_the_measures_it_computes(tmp_path):
+    # docs/msmarco.md: `eval msmarco-passage/dev/small RUN --provider msmarco`. The plugin's
+    # counterpart MRR_zero@10 is left out with a note, not refused as unsupported.
+    qrels = msmarco_file("qrels.dev-small.txt")
+    lines = qrels.read_text().splitlines()
+    n_queries = len({line.split()[0] for line in lines})
+    run = tmp_path / "run.trec"
+    # three judged queries, each with an unjudged passage above its relevant one: RR 1/2 each;
+    # every other query of dev/small is missing from the run and counts 0 (the MS MARCO script)
+    run.write_text("".join(f"{q} Q0 {d} 2 1.0 x\n{q} Q0 unjudged{i} 1 5.0 x\n"
+                           for i, (q, _, d, _) in enumerate(line.split() for line in lines[:3])))
+    proc = run_cli("eval", "msmarco-passage/dev/small", str(run), "--provider", "msmarco", "-p", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"RR@10\t{3 * 0.5 / n_queries:.8f}\n"
+    assert "MRR_zero@10 left out: --provider msmarco does not compute it" in proc.stderr
+    named = run_cli("eval", "msmarco-passage/dev/small", str(run), "MRR_zero@10", "--provider", "msmarco")
+    assert_one_line_error(named, "provider msmarco does not compute MRR_zero@10")

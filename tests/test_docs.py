@@ -54,7 +54,7 @@ def test_cli_page_documents_every_subcommand_and_option():
     page = (ROOT / "docs" / "cli.md").read_text()
     commands = [["eval"], ["crosscheck"], ["compare"], ["explain"], ["measures"], ["datasets"],
                 ["datasets", "seed"], ["datasets", "info"], ["reproduce"], ["reproduce", "runs"],
-                ["reproduce", "table"], ["trec_eval"]]
+                ["reproduce", "table"], ["trec_eval"], ["irm"]]
     top = _sections(_help([]))["positional arguments"]
     listed = set(re.findall(r"[a-z_]+", top[0]))  # {eval,crosscheck,...}
     assert listed == {c[0] for c in commands}, listed  # a new subcommand must be added here and in the page
