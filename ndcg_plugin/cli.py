@@ -416,8 +416,9 @@ def _leave_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage or an
-    output that cannot be written (one line on stderr, no traceback), 130 interrupted (Ctrl-C)."""
+    """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage, an
+    output that cannot be written or memory exhausted (one line on stderr, no traceback), 130
+    interrupted (Ctrl-C)."""
     # numpy's OpenBLAS starts a thread per core when numpy is imported, and each spins for about
     # 0.1 s of CPU waiting for work; no subcommand multiplies matrices large enough to gain from
     # them, and eval parses the run on the other cores meanwhile. Set before numpy is imported
@@ -447,6 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return 130
+    except MemoryError:
+        _say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
+             "DataFrame, or for other providers' measures is read whole)")
     finally:
         warnings.formatwarning = original_format
         sys.stdout = original_stdout

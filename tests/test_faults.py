@@ -163,3 +163,172 @@ def test_a_write_error_while_seeding_is_one_line_and_leaves_nothing(tmp_path, mo
     with pytest.raises(DatasetError, match="cannot write it .No space left on device.; nothing was placed"):
         dataset_seed.write_atomically(target, b"q 0 d 1\n")
     assert list(target.parent.iterdir()) == []
+
+
+# --- fault injection: errors raised at random points of reading, parsing, evaluating, writing ----
+
+HARNESS = """
+import builtins, errno, os, sys
+point, nth, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+calls = [0]
+
+def hit():
+    calls[0] += 1
+    if calls[0] == nth:
+        raise {"EIO": OSError(errno.EIO, os.strerror(errno.EIO)),
+               "ENOSPC": OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+               "MemoryError": MemoryError(), "KeyboardInterrupt": KeyboardInterrupt()}[kind]
+
+def failing(fn):
+    def wrapped(*a, **k):
+        hit()
+        return fn(*a, **k)
+    return wrapped
+
+class Reader:  # a file whose reads fail at the nth call (the file layer under the reader)
+    def __init__(self, f):
+        self._f = f
+    def read(self, *a):
+        hit()
+        return self._f.read(*a)
+    def readinto(self, b):
+        hit()
+        return self._f.readinto(b)
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *a):
+        self._f.close()
+    def __iter__(self):
+        return iter(self._f)
+
+if point == "read":
+    real_open = builtins.open
+    builtins.open = lambda f, mode="r", *a, **k: (Reader(real_open(f, mode, *a, **k))
+                                                  if "b" in mode and "r" in mode and str(f).endswith((".qrels", ".run"))
+                                                  else real_open(f, mode, *a, **k))
+elif point == "parse":
+    from ndcg_plugin.reading import columnar, lines
+    columnar.parse_block = failing(columnar.parse_block)
+    lines.parse_lines = failing(lines.parse_lines)
+elif point == "evaluate":
+    from ndcg_plugin import engine
+    engine.compute = failing(engine.compute)
+    engine.compute_block = failing(engine.compute_block)
+elif point == "spark-evaluate":
+    from ndcg_plugin.spark import jobs
+    jobs.Evaluation.aggregates = failing(jobs.Evaluation.aggregates)
+elif point == "write":
+    real_write = sys.stdout.write
+    sys.stdout.write = failing(real_write)
+sys.argv = ["ndcg-plugin"] + sys.argv[4:]
+from ndcg_plugin.cli import run
+run()
+"""
+
+FAULT_COMMANDS = [
+    ["eval", QRELS, RUN, "NDCG_exp@10", "MRR_zero@10"],
+    ["eval", "--block-size", "64", "-q", QRELS, RUN, "NDCG_lin@5", "HitRate@3"],
+    ["eval", "--block-size", "0", QRELS, RUN, "NDCG_lin@5", "P@2"],
+    ["crosscheck", QRELS, RUN, "-m", "NDCG_lin@5"],
+    ["compare", QRELS, RUN, RUN, "--names", "a", "b", "-m", "NDCG_exp@10"],
+    ["explain", QRELS, RUN, "--query", "q1", "-m", "NDCG_exp@5"],
+]
+EXPECTED = {
+    "EIO": (2, ("cannot be read", "Input/output error")),
+    "ENOSPC": (2, ("writing standard output", "No space left on device")),
+    "MemoryError": (2, ("out of memory",)),
+    "KeyboardInterrupt": (130, ("interrupted",)),
+}
+# what each point can raise: a read error (reading), memory exhausted (anywhere), Ctrl-C where the
+# main thread runs (reading and parsing may run on the read-ahead thread), a full disk (writing)
+KINDS = {"read": ["EIO", "MemoryError"], "parse": ["MemoryError"], "evaluate": ["MemoryError", "KeyboardInterrupt"],
+         "write": ["ENOSPC", "MemoryError", "KeyboardInterrupt"]}
+
+
+def _inject(point: str, nth: int, kind: str, command: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", HARNESS, point, str(nth), kind, *command],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_faults_at_random_points_end_in_one_line_and_the_right_status():
+    """Each case: a command, a point, a fault, and the call it is raised at (drawn at random; a
+    draw past the last call is a run without a fault, whose output must be the clean one)."""
+    import random
+    rnd = random.Random(27)
+    clean = {i: _inject("none", 0, "EIO", c) for i, c in enumerate(FAULT_COMMANDS)}
+    assert all(p.returncode == 0 and p.stdout for p in clean.values()), clean
+    cases = [(rnd.randrange(len(FAULT_COMMANDS)), point, kind, rnd.randint(1, 6))
+             for point, kinds in KINDS.items() for kind in kinds for _ in range(3)]
+    faulted = 0
+    for i, point, kind, nth in cases:
+        proc = _inject(point, nth, kind, FAULT_COMMANDS[i])
+        what = (FAULT_COMMANDS[i], point, kind, nth)
+        assert proc.returncode >= 0, (what, proc.stderr)  # never a signal
+        assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, (what, proc.stderr)
+        if proc.returncode == 0:  # the fault's call never came: all of the clean output, nothing else
+            assert proc.stdout == clean[i].stdout and proc.stderr == clean[i].stderr, what
+            continue
+        faulted += 1
+        code, fragments = EXPECTED[kind]
+        assert proc.returncode == code, (what, proc.returncode, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and all(f in lines[0] for f in fragments), (what, proc.stderr)
+        if kind == "EIO":
+            assert ("example.qrels" in lines[0]) != ("example.run" in lines[0]), lines[0]  # names the file
+    assert faulted >= len(cases) // 2, faulted  # most draws hit a call
+
+
+@pytest.mark.parametrize(("point", "kind"), [("spark-evaluate", "MemoryError"), ("spark-evaluate", "KeyboardInterrupt"),
+                                             ("write", "ENOSPC"), ("write", "KeyboardInterrupt")])
+def test_faults_on_the_spark_engines_path_end_in_one_line(point, kind):
+    pytest.importorskip("pyspark")
+    proc = _inject(point, 1, kind, ["eval", "--engine", "spark", "-q", QRELS, RUN, "NDCG_exp@10"])
+    code, fragments = EXPECTED[kind]
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and all(f in lines[0] for f in fragments), proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc/self/mem (reads fail with EIO)")
+@pytest.mark.parametrize("command", ["eval-run", "eval-qrels", "crosscheck", "read"])
+def test_a_read_error_names_the_file_in_one_line(command):
+    bad = "/proc/self/mem"  # open() succeeds, read() fails with EIO
+    if command == "read":
+        import ndcg_plugin
+        with pytest.raises(ndcg_plugin.InputError, match=r"/proc/self/mem: cannot be read: Input/output error"):
+            ndcg_plugin.read(bad, "run")
+        return
+    args = {"eval-run": ["eval", QRELS, bad, "NDCG_exp@10"], "eval-qrels": ["eval", bad, RUN, "NDCG_exp@10"],
+            "crosscheck": ["crosscheck", QRELS, bad, "-m", "NDCG_exp@10"]}[command]
+    one_line(run_cli(*args), 2, "/proc/self/mem: cannot be read", "Input/output error")
+
+
+def _interleaved(tmp_path) -> Path:
+    """example.run with its lines shuffled: not grouped by query, so a streamed reading must go back."""
+    import random
+    lines = Path(RUN).read_text().splitlines()
+    random.Random(3).shuffle(lines)
+    path = tmp_path / "interleaved.run"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("block", ["64", "1048576"])
+def test_a_run_not_grouped_by_query_from_a_pipe_or_fifo_reads_as_from_the_file(tmp_path, block):
+    import threading
+    run = _interleaved(tmp_path)
+    args = ["eval", "--block-size", block, QRELS]
+    from_file = run_cli(*args, str(run), "NDCG_exp@10", "MRR_zero@10")
+    assert from_file.returncode == 0
+    piped = shell(f"cat {run} | {PY} eval --block-size {block} {QRELS} - NDCG_exp@10 MRR_zero@10")
+    assert piped.returncode == 0 and piped.stdout == from_file.stdout, piped.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(run.read_bytes()))
+    writer.start()
+    named = subprocess.run([sys.executable, "-m", "ndcg_plugin", *args, str(fifo), "NDCG_exp@10", "MRR_zero@10"],
+                           capture_output=True, text=True, timeout=60)
+    writer.join(timeout=60)
+    assert named.returncode == 0 and named.stdout == from_file.stdout, named.stderr
