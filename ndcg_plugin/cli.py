@@ -1,7 +1,9 @@
-"""Command line: ``ndcg-plugin eval | crosscheck | measures``.
+"""Command line: ``ndcg-plugin eval | compare | crosscheck | explain | reproduce | measures |
+datasets | trec_eval | irm``.
 
-The only module that prints and sets exit codes: 0 success, 1 crosscheck mismatch, 2 bad
-input or usage (one message on stderr, no traceback).
+The subcommands' handlers and the one place that sets exit codes: 0 success, 1 crosscheck
+mismatch, 2 bad input, usage or output (one message on stderr, no traceback), 130 interrupted.
+Messages and checked output go through :mod:`ndcg_plugin.terminal`.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from .errors import DatasetError, InputError, UsageError
 from .evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
 from .formatting import SUMMARY_QID, EvalWriter
 from .measures import examples, parse_measures, registry, same_as_builtin
+from .terminal import CheckedOutput as _Checked
+from .terminal import OutputError, ProgressBar, leave_stdout, say
 from .trec_eval_check import crosscheck as run_crosscheck
 from .trec_eval_check import default_measures, format_rows
 
@@ -40,28 +44,6 @@ def _parses(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-class ProgressBar:
-    """A tqdm bar of the bytes of a file read so far, on ``file`` (stderr); the CLI makes one
-    only when stderr is a terminal, so logs and pipes stay quiet. Called as the reader's
-    ``progress(done, total)`` (total 0 when unknown, as for standard input)."""
-
-    def __init__(self, label: str, file=None):
-        from tqdm import tqdm  # imported only for a terminal
-
-        self.bar = tqdm(total=None, unit="B", unit_scale=True, unit_divisor=1024, desc=f"reading {label}",
-                        file=file or sys.stderr, leave=False, dynamic_ncols=True)
-        self.done = 0
-
-    def __call__(self, done: int, total: int) -> None:
-        if total and self.bar.total != total:
-            self.bar.total = total
-        if done > self.done:
-            self.bar.update(done - self.done)
-            self.done = done
-        if total and done >= total:
-            self.bar.close()
 
 
 def _qrels_source(args) -> tuple[str | None, str | None]:
@@ -106,7 +88,7 @@ def _dataset_measures(dataset: str | None) -> list:
         raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
     extra = [m for m in (same_as_builtin(m) for m in official) if m is not None and m not in official]
     note = f" and the plugin's counterparts {' '.join(map(str, extra))}" if extra else ""
-    _say(f"no measures given: using the official measures of {dataset}: {' '.join(map(str, official))}{note}")
+    say(f"no measures given: using the official measures of {dataset}: {' '.join(map(str, official))}{note}")
     return official + extra
 
 
@@ -115,7 +97,7 @@ def _note_other_providers(ev: Evaluation) -> None:
     by_provider = ev.other_providers()
     if by_provider and not ev.provider:
         parts = "; ".join(f"{' '.join(map(str, ms))} by ir-measures' {p} provider" for p, ms in by_provider.items())
-        _say(f"computed by other providers: {parts}")
+        say(f"computed by other providers: {parts}")
 
 
 def cmd_eval(args) -> int:
@@ -142,7 +124,7 @@ def cmd_eval(args) -> int:
         measures = [m for m in official if ir_measures.providers.registry[args.provider].supports(m)]
         left = [str(m) for m in official if m not in measures]
         if left:
-            _say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
+            say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
                  f"{'it' if len(left) == 1 else 'them'}")
     measures = measures or _dataset_measures(dataset)
     options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args))
@@ -246,7 +228,7 @@ def cmd_crosscheck(args) -> int:
     print(format_rows(rows, args.places))
     bad = [r for r in rows if not r.ok]
     if bad:
-        _say(f"{len(bad)} of {len(rows)} measures differ from trec_eval")
+        say(f"{len(bad)} of {len(rows)} measures differ from trec_eval")
         return 1
     return 0
 
@@ -304,7 +286,7 @@ def cmd_compare(args) -> int:
             writers.plot(result, target)
         except (ValueError, OSError) as e:
             raise UsageError(f"--plot {target}: {getattr(e, 'strerror', None) or e}") from None
-        _say(f"wrote {os.path.abspath(target)}")
+        say(f"wrote {os.path.abspath(target)}")
     return 0
 
 
@@ -342,7 +324,7 @@ def cmd_trec_eval(args) -> int:
 def cmd_irm(args) -> int:
     """``irm``: the ``ir_measures`` command itself (its arguments, output and numbers), in a
     process where the plugin's measures are registered; ir-measures has no plugin discovery, so
-    ``ir_measures QRELS RUN NDCG_exp@10`` alone does not know them."""
+    the ``ir_measures`` command alone does not know them."""
     from ir_measures.__main__ import main_cli  # ir-measures' documented command entry point
     saved = sys.argv
     sys.argv = ["ndcg-plugin irm", *args.argv]
@@ -365,56 +347,6 @@ def build_parser():
     return cli_parser.build_parser()
 
 
-class OutputError(Exception):
-    """Standard output could not be written (a full disk, a closed descriptor, an I/O error)."""
-
-
-class _Checked:
-    """Standard output with its write errors told apart from every other OSError (a closed pipe
-    stays a BrokenPipeError: the reader left, which is not an error)."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return self.stream.write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(e.strerror or str(e)) from None
-
-    def flush(self) -> None:
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(e.strerror or str(e)) from None
-
-    def __getattr__(self, name: str):
-        return getattr(self.stream, name)
-
-
-def _say(message: str) -> None:
-    """One line on standard error, if there is a standard error."""
-    if sys.stderr is not None:
-        try:
-            print(f"ndcg-plugin: {message}", file=sys.stderr, flush=True)
-        except OSError:
-            pass
-
-
-def _leave_stdout() -> None:
-    """Point standard output at /dev/null, so that the interpreter's last flush of what could not be
-    written raises nothing more (Python's recipe for a closed pipe)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.__stdout__.fileno())
-    except (OSError, AttributeError, ValueError):
-        pass
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage, an
     output that cannot be written or memory exhausted (one line on stderr, no traceback), 130
@@ -426,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = cli_parser.parse_args(argv)
     if sys.stdout is None:
-        _say("error: standard output is closed: nothing could be written")
+        say("error: standard output is closed: nothing could be written")
         return 2
     original_format, original_stdout = warnings.formatwarning, sys.stdout
     sys.stdout = _Checked(original_stdout)
@@ -438,18 +370,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except (InputError, UsageError, DatasetError) as e:
-        _say(f"error: {e}")
+        say(f"error: {e}")
     except OutputError as e:
-        _leave_stdout()
-        _say(f"error: writing standard output: {e}")
+        leave_stdout()
+        say(f"error: writing standard output: {e}")
     except BrokenPipeError:
-        _leave_stdout()
+        leave_stdout()
         return 0
     except KeyboardInterrupt:
-        _say("interrupted")
+        say("interrupted")
         return 130
     except MemoryError:
-        _say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
+        say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
              "DataFrame, or for other providers' measures is read whole)")
     finally:
         warnings.formatwarning = original_format
@@ -480,7 +412,7 @@ def run() -> None:
     try:
         code = main()
     except KeyboardInterrupt:  # before main's own handling (while the arguments are read)
-        _say("interrupted")
+        say("interrupted")
         code = 130
     gc.freeze()
     sys.exit(code)

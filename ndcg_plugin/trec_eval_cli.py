@@ -14,7 +14,7 @@ ends the command with status 4, as trec_eval 10.0 does.
 Who computes what (one routing, decided here): ``ndcg``, ``ndcg_cut``, ``recip_rank`` and
 ``success`` with trec_eval's own gains and integer cutoffs, and without ``-J``, are computed by the
 plugin's engine (as ``nDCG``, ``nDCG@k``, ``RR(rel=l)``, ``Success(rel=l)@k``); the plugin's
-measures (``-m NDCG_exp@10``) too, printed after trec_eval's under their own names; every other
+measures (``-m`` with their names) too, printed after trec_eval's under their own names; every other
 trec_eval measure by pytrec_eval, which is trec_eval's C code. Summaries are trec_eval's: a mean
 summed in query order, counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
 ``num_nonrel_judged_ret``) summed, ``gm_map`` and ``gm_bpref`` geometric means. Not computed, and
@@ -29,13 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .errors import InputError, UsageError
+from .measures.parsing import examples
+from .trec_eval_report import ORDER, Report, family_of
 
 VERSION = "10.0"
 
-#: trec_eval's measures in the order it prints them (its measure table)
-ORDER = ("runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P relstring "
-         "recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G dcg ideal_dcg ndcg ndcg_rel Rndcg ndcg_cut "
-         "map_cut relative_P success set_P set_relative_P set_recall set_map set_F num_nonrel_judged_ret").split()
 OFFICIAL = "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P".split()
 ALL_TREC = [*OFFICIAL, "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
             "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
@@ -48,12 +46,9 @@ NOT_COMPUTED = ("relstring", "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "ndc
 #: measures whose parameters pytrec_eval mishandles (a gain map aborts the process; utility's
 #: coefficients are ignored): computed with their default parameters only
 DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
-COUNTS = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}   # summed, printed as integers
-GEOMETRIC = {"gm_map", "gm_bpref"}                                        # exp of the mean log, summary only
-SUMMARY_ONLY = {"runid", "num_q", *GEOMETRIC}
-#: the trec_eval measures the engine computes, with their default cutoffs (None: no cutoff)
-ENGINE_FAMILIES = {"ndcg": None, "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "recip_rank": None,
-                   "success": (1, 5, 10)}
+#: trec_eval's default cutoffs of the measures the engine computes that take cutoffs (which
+#: measures these are, and their ir-measures twins, the families say: Family.trec_eval_names)
+ENGINE_CUTOFFS = {"ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
 
 SHORT = "hvqm:cl:nD:N:M:JR:T:Z:"
@@ -61,6 +56,7 @@ LONG = ["help", "version", "query_eval_wanted", "measure=", "complete_rel_info_w
         "nosummary", "Debug_level=", "Number_docs_in_coll=", "Max_retrieved_per_topic=", "Judged_docs_only",
         "Rel_info_format=", "Results_format=", "Zscore="]
 
+EXAMPLE = examples()[0]
 USAGE = f"""usage: ndcg-plugin trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J] [-m MEASURE[.PARAMS]]... QRELS RUN
 
 trec_eval {VERSION}'s command line and output, computed by the plugin's engine and pytrec_eval
@@ -77,7 +73,7 @@ options:
                         per-query lines before the summary
   -m, --measure MEASURE[.PARAMS]
                         a measure, trec_eval's names (official, all_trec, P.5,10, ndcg_cut.10, ...) or
-                        the plugin's (NDCG_exp@10); repeatable; default official
+                        the plugin's ({EXAMPLE}); repeatable; default official
   -c, --complete_rel_info_wanted
                         average over every qrels query (a query missing from the run has an empty ranking)
   -l, --level_for_rel N
@@ -96,24 +92,6 @@ options:
                         refused (pytrec_eval takes no collection size)
   -Z, --Zscore FILE     refused (z-scores are not computed)
 """
-
-
-@dataclass
-class Report:
-    """What the command prints: the evaluated queries in trec_eval's order, [(printed name, "trec"
-    or the plugin's measure)], {qid: {name: value}}, the run tag, and with -c the summary's
-    num_rel as trec_eval 10.0 recounts it (every qrels label above 0, whatever -l says)."""
-    qids: list
-    names: list
-    values: dict
-    tag: str = ""
-    num_rel_complete: int | None = None
-
-    def query_lines(self, qids: list | None = None) -> str:
-        return "".join(query_lines(q, self.names, self.values) for q in (self.qids if qids is None else qids))
-
-    def summary_lines(self) -> str:
-        return summary_lines(self.qids, self.names, self.values, self.tag, self.num_rel_complete)
 
 
 class MissingQuery(Exception):
@@ -186,11 +164,6 @@ def parse(argv: Sequence[str]) -> Options:
     return o
 
 
-def family_of(name: str) -> str:
-    """The trec_eval measure a printed name (``P_5``, ``ndcg_cut_10``) belongs to."""
-    return max((f for f in ORDER if name == f or name.startswith(f + "_")), key=len, default=name)
-
-
 @dataclass
 class Plan:
     """Each requested measure routed once: trec_eval measures for pytrec_eval (``name[.params]``),
@@ -203,14 +176,20 @@ class Plan:
     left_out: list = field(default_factory=list)
 
 
-def _engine_cutoffs(family: str, params: str) -> tuple | None | bool:
-    """The cutoffs the engine computes for ``family.params``; False when the engine declines
-    (parameters it does not read as trec_eval does)."""
-    default = ENGINE_FAMILIES[family]
+def _engine_twins() -> dict[str, str]:
+    """trec_eval measure -> the ir-measures measure the engine computes as it (a template with
+    ``{k}`` for a cutoff), from the families (:attr:`~ndcg_plugin.measures.base.Family.trec_eval_names`)."""
+    from .measures.registry import families
+    return {name: twin for f in families() for name, (twin, _) in f.trec_eval_names.items()}
+
+
+def _engine_cutoffs(name: str, params: str) -> tuple | None | bool:
+    """The cutoffs the engine computes for ``name.params`` (None: the measure has none); False
+    when the engine declines (parameters it does not read as trec_eval does)."""
+    if "{k}" not in _engine_twins()[name]:
+        return False if params else None  # ndcg with a gain map, recip_rank with parameters: pytrec_eval's
     if not params:
-        return default
-    if default is None:
-        return False  # ndcg with a gain map, recip_rank with parameters: pytrec_eval's
+        return ENGINE_CUTOFFS.get(name, False)
     parts = params.split(",")
     if not all(p.isdigit() and int(p) > 0 for p in parts) or len(set(map(int, parts))) != len(parts):
         return False
@@ -249,7 +228,7 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
         if fam in ("iprec_at_recall", "11pt_avg"):
             p.interp.append((fam, given))
             continue
-        cutoffs = (_engine_cutoffs(fam, given) if use_engine and fam in ENGINE_FAMILIES and not judged_only
+        cutoffs = (_engine_cutoffs(fam, given) if use_engine and fam in _engine_twins() and not judged_only
                    else False)
         if cutoffs is False:
             p.pytrec.append(f"{fam}.{given}" if given else fam)
@@ -268,20 +247,21 @@ def _plugin_measure(name: str):
         measure = None
     if not isinstance(measure, PluginMeasure):
         raise UsageError(f"trec_eval: unknown measure {name!r}: expected a trec_eval measure (official, all_trec, "
-                         f"P.5, ndcg_cut.10, ...) or one of the plugin's (NDCG_exp@10, ...)")
+                         f"P.5, ndcg_cut.10, ...) or one of the plugin's ({examples()[0]}, ...)")
     return measure
 
 
-def _engine_measures(fam: str, cutoffs, level: int) -> list[tuple[str, object]]:
-    """(printed name, ir-measures measure) of an engine-computed trec_eval measure."""
-    from ir_measures import RR, Success, nDCG
-    if fam == "ndcg":
-        return [("ndcg", nDCG)]
-    if fam == "recip_rank":
-        return [("recip_rank", RR(rel=level))]
-    if fam == "ndcg_cut":
-        return [(f"ndcg_cut_{k}", nDCG @ k) for k in cutoffs]
-    return [(f"success_{k}", Success(rel=level) @ k) for k in cutoffs]
+def _engine_measures(name: str, cutoffs, level: int) -> list[tuple[str, object]]:
+    """(printed name, ir-measures measure) of an engine-computed trec_eval measure; trec_eval's
+    -l is the measure's ``rel`` where it has one."""
+    import ir_measures
+
+    def twin(k):
+        measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k))
+        return measure(rel=level) if "rel" in measure.SUPPORTED_PARAMS else measure
+    if cutoffs is None:
+        return [(name, twin(None))]
+    return [(f"{name}_{k}", twin(k)) for k in cutoffs]
 
 
 def _dicts(table, column: str) -> dict:
@@ -416,53 +396,6 @@ def _at_level(measure, level: int):
     if "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params and level != 1:
         return measure(rel=level)
     return measure
-
-
-def _line(name: str, qid: str, value) -> str:
-    if isinstance(value, str):
-        return f"{name:<22}\t{qid}\t{value}\n"
-    if family_of(name) in COUNTS or name == "num_q":
-        return f"{name:<22}\t{qid}\t{int(value)}\n"
-    if value != value:  # glibc prints the NaN of 0.0 / 0.0 (sign bit set) as -nan
-        return f"{name:<22}\t{qid}\t{'-nan':>6}\n"
-    return f"{name:<22}\t{qid}\t{value:6.4f}\n"
-
-
-def query_lines(qid: str, names: list, values: dict) -> str:
-    return "".join(_line(n, qid, values[qid][n]) for n, _ in names
-                   if n not in SUMMARY_ONLY and n in values[qid])
-
-
-def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_complete: int | None = None) -> str:
-    out = []
-    for n, kind in names:
-        if n == "runid":
-            out.append(_line("runid", "all", tag))
-            continue
-        if n == "num_q":
-            out.append(_line("num_q", "all", len(qids)))
-            continue
-        if n == "num_rel" and num_rel_complete is not None:
-            out.append(_line("num_rel", "all", num_rel_complete))
-            continue
-        got = [values[q][n] for q in qids if n in values[q]]
-        if kind != "trec":  # a plugin measure: its own aggregator over the values printed
-            agg = kind.aggregator()
-            for v in got:
-                agg.add(v)
-            out.append(_line(n, "all", agg.result()))
-            continue
-        total = 0.0
-        for v in got:  # summed in query order, as trec_eval accumulates
-            total += v
-        if family_of(n) in COUNTS:
-            value = total
-        elif n in GEOMETRIC:
-            value = math.exp(total / len(qids)) if qids else 0.0
-        else:
-            value = total / len(qids) if qids else 0.0
-        out.append(_line(n, "all", value))
-    return "".join(out)
 
 
 def main(argv: Sequence[str]) -> int:
