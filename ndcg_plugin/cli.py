@@ -364,7 +364,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = _Checked(original_stdout)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("default")
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
             code = HANDLERS[args.handler](args)
         sys.stdout.flush()
@@ -409,6 +408,9 @@ def run() -> None:
     atexit handlers and the flush of standard streams run as usual."""
     sys.setswitchinterval(SWITCH_INTERVAL)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # every warning shown, once per place; set here, not in main(), so that a program or a test
+    # calling main() keeps its own warning filters
+    warnings.simplefilter("default")
     try:
         code = main()
     except KeyboardInterrupt:  # before main's own handling (while the arguments are read)

@@ -58,7 +58,8 @@ def plot(result: Comparison, path: str) -> None:
         ax.set_title(f"{m}: run - {base_name}, per query", fontsize="medium")
         ax.set_xlabel(f"queries, by {others[0] if others else ''} - {base_name} (descending)", fontsize="small")
         ax.set_ylabel("difference")
-        ax.legend(loc="upper right", fontsize="small")
+        if ax.get_legend_handles_labels()[0]:  # nothing to name when no query has a difference
+            ax.legend(loc="upper right", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

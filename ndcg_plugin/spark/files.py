@@ -114,7 +114,9 @@ def _local_qrels(spark, path: str) -> DataFrame:
     from ..reading import read as read_locally
     table = read_locally(local_path(path), "qrels", source=str(path))
     frame = table.astype({"query_id": object, "doc_id": object, "relevance": "int64"})
-    return spark.createDataFrame(frame, "query_id string, doc_id string, relevance long")
+    with warnings.catch_warnings():  # a frame of three plain columns (object ids, int64): tested with pandas 3
+        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas", FutureWarning)
+        return spark.createDataFrame(frame, "query_id string, doc_id string, relevance long")
 
 
 def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
