@@ -4,6 +4,7 @@ errors and the CLI. Needs the [spark] extra and Java; one SparkSession (local[2]
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import warnings
 
@@ -578,3 +579,28 @@ def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strateg
             continue
         with pytest.raises(ValueError, match=r"^run: duplicate \(query_id, doc_id\) = \('u031', 'i29'\): 2 rows"):
             ev.aggregates()
+
+
+@pytest.mark.parametrize(("option", "env", "expected"), [
+    (["--spark-master", "yarn"], {"HADOOP_CONF_DIR": "", "YARN_CONF_DIR": ""}, "needs HADOOP_CONF_DIR"),
+    (["--spark-master", "local[abc]"], {}, "expected local, local[N], local[*]"),
+    (["--spark-master", "spark://127.0.0.1:{port}"], {}, "no Spark master answers at spark://127.0.0.1:"),
+    (["--spark-master", "nonsense"], {}, "expected local[...], spark://HOST:PORT, yarn"),
+    ([], {"JAVA_HOME": "/nonexistent/jdk"}, "JAVA_HOME=/nonexistent/jdk has no bin/java"),
+], ids=["yarn", "local-abc", "spark-closed-port", "unknown", "stale-java-home"])
+def test_spark_that_cannot_start_is_one_line_before_any_jvm(tmp_path, option, env, expected):
+    # in a process of its own: the tests' shared session would be taken as the active one
+    import subprocess
+    import sys
+
+    from .conftest import closed_port
+    (tmp_path / "q").write_text("q1 0 d1 1\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 t\n")
+    option = [o.format(port=closed_port()) for o in option]
+    env = {k: v for k, v in {**os.environ, **env}.items() if v != ""}
+    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", "--engine", "spark", *option,
+                           str(tmp_path / "q"), str(tmp_path / "r"), "NDCG_lin@10"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in proc.stderr, proc.stderr
