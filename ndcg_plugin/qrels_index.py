@@ -55,11 +55,12 @@ def _searchsorted(haystack: np.ndarray, needles: np.ndarray, near_sorted: bool =
     return np.minimum(pos, len(haystack) - 1)
 
 
-def _sorted_codes(qids: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+def _sorted_codes(qids: pa.ChunkedArray, groups: tuple | None = None) -> tuple[pa.Array, np.ndarray]:
     """(the distinct ids in code point (UTF-8 byte) order, each row's position there): one hash
     pass over the runs of equal ids (qrels are grouped by query), and no sort when the ids come
-    sorted already."""
-    codes, uniques, _ = group_codes(qids)
+    sorted already. ``groups``: :func:`~ndcg_plugin.columns.group_codes` of ``qids``, when the
+    caller has them."""
+    codes, uniques, _ = groups if groups is not None else group_codes(qids)
     if _increasing(uniques):
         return uniques, codes.astype(np.int64)
     order = to_numpy(pc.sort_indices(uniques)).astype(np.int64)
@@ -83,9 +84,11 @@ class QrelsIndex:
     (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
-    def __init__(self, qrels: Any, exact: bool = False):
+    def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None):
+        """``groups``: :func:`~ndcg_plugin.columns.group_codes` of the qrels' query ids, when the
+        caller has them (the side-by-side reader keeps them per block)."""
         qids, docs, rel = columns_of(qrels, "relevance")
-        self.qid_values, row_q = _sorted_codes(qids)
+        self.qid_values, row_q = _sorted_codes(qids, groups)
         self._qids: np.ndarray | None = None
         self._memo: dict = {}
         fp = fingerprints(self.qid_values)

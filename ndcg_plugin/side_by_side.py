@@ -78,23 +78,44 @@ class _Order:
 
 
 class _Piece:
-    """A block of whole queries with their keys in the order and where each query starts."""
+    """A block of whole queries, each query one run of rows and the queries strictly increasing in
+    the order (checked by the caller), with their keys, where each starts, and the block's
+    :func:`~ndcg_plugin.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
+    a query's code is its position among the block's queries."""
 
-    def __init__(self, parsed: Parsed, order: _Order):
-        codes, uniques, sizes = group_codes(parsed.query_id)
-        self.parsed, self.keys = parsed, order.keys(uniques)
+    def __init__(self, parsed: Parsed, order: _Order, groups: tuple):
+        codes, uniques, sizes = groups
+        self.parsed, self.groups, self.keys = parsed, groups, order.keys(uniques)
         self.starts = np.cumsum(sizes) - sizes
 
-    def split(self, last: Any) -> tuple[Parsed, _Piece | None]:
-        """(the rows of the queries up to ``last``, the rest as a piece, or None)."""
+    def split(self, last: Any) -> tuple[tuple[Parsed, tuple], _Piece | None]:
+        """((the rows of the queries up to ``last``, their groups), the rest as a piece, or None)."""
         count = int(pc.sum(pc.less_equal(self.keys, last)).as_py() or 0)
         if count == len(self.keys):
-            return self.parsed, None
+            return (self.parsed, self.groups), None
         at = int(self.starts[count])
-        head = _slice(self.parsed, 0, at)
+        codes, uniques, sizes = self.groups
+        head = (_slice(self.parsed, 0, at), (codes[:at], uniques.slice(0, count), sizes[:count]))
         self.parsed, self.keys, self.starts = _slice(self.parsed, at, len(self.parsed)), self.keys.slice(count), \
             self.starts[count:] - at
+        self.groups = (codes[at:] - codes.dtype.type(count), uniques.slice(count), sizes[count:])
         return head, self
+
+
+def _one_run_each(codes: np.ndarray) -> bool:
+    """Whether each query is one run of rows: group codes (numbered by first appearance) that never
+    go down."""
+    return len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1]))
+
+
+def _joined(groups: list[tuple]) -> tuple:
+    """The group codes of blocks put one after the other, when no query is in two of them (the
+    pieces of one sorted file): each block's codes shifted by the queries before it."""
+    offsets = np.cumsum([0] + [len(u) for _, u, _ in groups[:-1]])
+    dtype = np.int32 if int(offsets[-1]) + len(groups[-1][1]) < 2**31 else np.int64
+    codes = np.concatenate([c.astype(dtype) + dtype(o) for (c, _, _), o in zip(groups, offsets, strict=True)])
+    uniques = pa.concat_arrays([u if isinstance(u, pa.Array) else u.combine_chunks() for _, u, _ in groups])
+    return codes, uniques, np.concatenate([s for _, _, s in groups])
 
 
 def _slice(p: Parsed, lo: int, hi: int) -> Parsed:
@@ -138,33 +159,41 @@ class _Qrels:
         raw, self.first = self.first or self._raw(), None
         if raw is None:
             return None
+        groups = group_codes(raw.query_id)
+        if not _one_run_each(groups[0]):
+            raise Unsorted()  # a query's judgments in two places: the qrels are indexed whole instead
         try:
-            raw = resolve_duplicates(raw, "qrels", self.duplicates, self.source)
+            kept = resolve_duplicates(raw, "qrels", self.duplicates, self.source, q_codes=groups[0])
         except InputError as e:
             while self._raw() is not None:  # a bad line later in the qrels is reported first
                 pass
             raise _QrelsFailed(e) from None
-        piece = _Piece(raw, self.order)
+        piece = _Piece(kept, self.order, groups if kept is raw else group_codes(kept.query_id))
         if not self.order.increasing(piece.keys, self.last):
             raise Unsorted()
         if len(piece.keys):
             self.last = piece.keys[len(piece.keys) - 1]
         return piece
 
-    def through(self, last: Any | None) -> Parsed:
-        """The qrels rows of the queries up to ``last`` (every remaining one for None)."""
+    def through(self, last: Any | None) -> tuple[Parsed, tuple | None]:
+        """The qrels rows of the queries up to ``last`` (every remaining one for None), and their
+        group codes (None for no row)."""
         taken = []
         while True:
             piece = self.pending or self._next()
             self.pending = None
             if piece is None:
                 break
-            head, rest = piece.split(last) if last is not None else (piece.parsed, None)
+            head, rest = piece.split(last) if last is not None else ((piece.parsed, piece.groups), None)
             taken.append(head)
             if rest is not None:
                 self.pending = rest
                 break
-        return concat(taken) if taken else Parsed.empty(LAYOUTS["qrels"])
+        if not taken:
+            return Parsed.empty(LAYOUTS["qrels"]), None
+        if len(taken) == 1:
+            return taken[0]
+        return concat([t for t, _ in taken]), _joined([g for _, g in taken])
 
     def drain(self) -> None:
         """Read the rest of the qrels for their errors only."""
@@ -205,16 +234,18 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
             if len(part) == 0:
                 continue  # a run with no result line: its qrels queries are evaluated at the end
             groups = group_codes(part.query_id)
+            if not _one_run_each(groups[0]):
+                raise Unsorted()  # a query's rows in two places: not grouped by query
             if order is None:
                 order = qrels.order = _Order.of(groups[1], qrels.first_ids())
             keys = order.keys(groups[1])
             if not order.increasing(keys, last):
                 raise Unsorted()
             last = keys[len(keys) - 1]
-            mine = qrels.through(last)
+            mine, mine_groups = qrels.through(last)
             if pending_error is not None:
                 continue  # only parse on: a bad line later in the run is reported first
-            index = QrelsIndex(mine)
+            index = QrelsIndex(mine, groups=mine_groups)
             q_map = index.code_of(groups[1])
             try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
                 table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
@@ -235,8 +266,8 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     if pending_error is not None:
         qrels.drain()  # an error in the qrels is reported before the run's
         raise pending_error
-    rest = qrels.through(None)  # the qrels queries after the run's last one (also checks their order)
+    rest, rest_groups = qrels.through(None)  # the qrels queries after the run's last one (also checks their order)
     if len(rest):
-        index = QrelsIndex(rest)
+        index = QrelsIndex(rest, groups=rest_groups)
         sink.add(index.qid_values, engine.empty_values(index, specs))
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
