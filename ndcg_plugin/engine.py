@@ -40,15 +40,16 @@ class Block:
 
 
 def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-                  groups: tuple | None = None, q_map: np.ndarray | None = None) -> Block:
+                  groups: tuple | None = None, q_map: np.ndarray | None = None,
+                  doc_fp: np.ndarray | None = None) -> Block:
     """Every spec's values for the run's queries, in work proportional to the run (not to the
     qrels). The run is joined once and ranked once per judged_only setting, only as deep as the
     deepest cutoff asks. Run queries absent from the qrels are reported in a warning, or counted
-    into ``counts`` (see :func:`ranking.join`, also for ``groups`` and ``q_map``). A spec of a
+    into ``counts`` (see :func:`ranking.join`, also for ``groups``, ``q_map`` and ``doc_fp``). A spec of a
     family the registry does not know is refused by name before anything is read."""
     specs = list(dict.fromkeys(specs))
     families = {spec: family(spec.family) for spec in specs}
-    rows = ranking.join(index, run, counts, groups, q_map)
+    rows = ranking.join(index, run, counts, groups, q_map, doc_fp)
     if any(s.judged_only or families[s].needs_every_row(s) for s in specs):
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, ranking.RankedRun] = {}
@@ -82,11 +83,12 @@ def scatter(out: dict[Spec, Values], block: Block) -> None:
 
 
 def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-            groups: tuple | None = None, q_map: np.ndarray | None = None) -> dict[Spec, Values]:
+            groups: tuple | None = None, q_map: np.ndarray | None = None,
+            doc_fp: np.ndarray | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``): a
     query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
     specs = list(dict.fromkeys(specs))
-    block = compute_block(index, run, specs, counts, groups, q_map)
+    block = compute_block(index, run, specs, counts, groups, q_map, doc_fp)
     out = empty_values(index, specs)
     scatter(out, block)
     return out

@@ -142,8 +142,10 @@ class QrelsIndex:
         codes[rows[ok]] = found[ok]
         return codes
 
-    def labels(self, q: np.ndarray, docs: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-        """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged."""
+    def labels(self, q: np.ndarray, docs: pa.ChunkedArray,
+               doc_fp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged.
+        ``doc_fp``: ``columns.fingerprints(docs)``, when the caller has them."""
         n = len(q)
         judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
         if n == 0 or len(self.keys) == 0:
@@ -151,7 +153,7 @@ class QrelsIndex:
         if self.exact:
             at, rows = self._exact_positions(q, docs)
         else:
-            keys = self._pair_keys(q, fingerprints(docs))
+            keys = self._pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
             pos = _searchsorted(self.keys, keys, near_sorted=len(q) < 2 or bool(np.all(q[1:] >= q[:-1])))
             rows = np.flatnonzero(self.keys[pos] == keys)
             at = pos[rows]

@@ -73,6 +73,7 @@ class Rows:
     judged: np.ndarray | None = None
     sizes: np.ndarray | None = None    # rows per group code (when known without counting)
     matched: np.ndarray | None = None  # per group code: the qrels hold the query
+    doc_fp: np.ndarray | None = None   # columns.fingerprints(docs), when known (the duplicate check's)
 
     def subset(self, rows: np.ndarray) -> Rows:
         """The rows at these indices (or this boolean mask)."""
@@ -80,7 +81,8 @@ class Rows:
             rows = np.flatnonzero(rows)
         return Rows(self.group[rows], self.q[rows], self.local[rows], self.score[rows], take_sorted(self.docs, rows),
                     self.codes, None if self.rel is None else self.rel[rows],
-                    None if self.judged is None else self.judged[rows])
+                    None if self.judged is None else self.judged[rows],
+                    doc_fp=None if self.doc_fp is None else self.doc_fp[rows])
 
     def group_sizes(self) -> np.ndarray:
         return self.sizes if self.sizes is not None else np.bincount(self.group)
@@ -94,7 +96,7 @@ class Rows:
     def judge(self, index: QrelsIndex) -> Rows:
         """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
         if self.rel is None:
-            self.judged, self.rel = index.labels(self.q, self.docs)
+            self.judged, self.rel = index.labels(self.q, self.docs, self.doc_fp)
         return self
 
 
@@ -111,11 +113,11 @@ def report_unmatched(unmatched: int, total: int) -> None:
 
 
 def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None,
-         q_map: np.ndarray | None = None) -> Rows:
+         q_map: np.ndarray | None = None, doc_fp: np.ndarray | None = None) -> Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given.
     ``groups`` (:func:`columns.group_codes` of the run's query ids) and ``q_map`` (their qrels
-    codes), when the caller has them."""
+    codes) and ``doc_fp`` (the doc ids' fingerprints), when the caller has them."""
     qids, docs, score = columns_of(run, "score")
     score = score.astype(np.float64, copy=False)
     group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
@@ -130,9 +132,10 @@ def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | Non
     if unmatched:  # run queries absent from the qrels are ignored
         rows = np.flatnonzero(matched[group])
         group, score, docs = group[rows], score[rows], take_sorted(docs, rows)
+        doc_fp = None if doc_fp is None else doc_fp[rows]
         sizes = np.where(matched, sizes, 0)
     return Rows(group, q_map[group], local_of_group[group], score, docs, q_map[matched], sizes=sizes,
-                matched=matched)
+                matched=matched, doc_fp=doc_fp)
 
 
 def is_ranked(group: np.ndarray, score: np.ndarray) -> bool:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, ranking
-from .columns import group_codes
+from .columns import fingerprints, group_codes
 from .errors import BLOCK_BYTES, InputError
 from .qrels_index import QrelsIndex
 from .reading import concat
@@ -247,15 +247,16 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
                 continue  # only parse on: a bad line later in the run is reported first
             index = QrelsIndex(mine, groups=mine_groups)
             q_map = index.code_of(groups[1])
+            doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
             try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
                 table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
-                                           only=(q_map >= 0)[groups[0]])
+                                           only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
             except InputError as e:
                 pending_error = e
                 continue
-            whole = len(table) == len(part)
+            whole = len(table) == len(part)  # else the engine recomputes what depends on the rows
             sink.add(index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
-                                                      q_map if whole else None))
+                                                      q_map if whole else None, doc_fp if whole else None))
     except InputError as e:  # the run's bad line: the qrels are read to their end first, for theirs
         pending_error = e
     if not any_rows and pending_error is None:

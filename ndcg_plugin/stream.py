@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, ranking, reading
-from .columns import from_numpy, group_codes, join_chunks, to_numpy
+from .columns import fingerprints, from_numpy, group_codes, join_chunks, to_numpy
 from .errors import InputError
 from .qrels_index import QrelsIndex
 from .reading.ahead import ReadAhead, RunFile
@@ -148,15 +148,17 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         seen.check(groups[1], q_map)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
+        doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
         try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
             table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0],
-                                       only=(q_map >= 0)[groups[0]])
+                                       only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
         except InputError as e:
             pending_error = e
             continue
         if len(table) != len(part):
-            groups = q_map = None  # rows were dropped (duplicates='first' or 'max'): the engine recomputes them
-        engine.scatter(out, engine.compute_block(index, table, specs, counts, groups, q_map))
+            # rows were dropped (duplicates='first' or 'max'): the engine recomputes these
+            groups = q_map = doc_fp = None
+        engine.scatter(out, engine.compute_block(index, table, specs, counts, groups, q_map, doc_fp))
     if not any_rows:
         raise InputError(source, None, "no run lines found: the input is empty")
     if pending_error is not None:

@@ -41,14 +41,17 @@ def duplicate_mask(table) -> np.ndarray | None:
     return mask_of(qids, docs)
 
 
-def mask_of(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None) -> np.ndarray | None:
+def mask_of(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None,
+            docs_fp: np.ndarray | None = None) -> np.ndarray | None:
+    """See :func:`duplicate_mask`; ``q_codes`` and ``docs_fp`` (``columns.fingerprints(docs)``):
+    when the caller has them."""
     n = len(qids)
     if n < 2:
         return None
     if q_codes is None:
         q_codes = group_codes(qids)[0]
-
-    docs_fp = fingerprints(docs)
+    if docs_fp is None:
+        docs_fp = fingerprints(docs)
     if distinct_within_queries(docs_fp, q_codes) or distinct_within_small_queries(docs_fp, q_codes):
         return None
 
@@ -137,16 +140,17 @@ def _unit(table) -> tuple[str, str]:
 
 
 def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
-              only: np.ndarray | None = None) -> np.ndarray | None:
+              only: np.ndarray | None = None, docs_fp: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the rows to keep under the duplicate policy (None: all of them), or an
     InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
     ``columns.group_codes`` of the query ids, when the caller has them. ``only``: the rows the
     policy applies to (a run's rows of queries the qrels hold: trec_eval accepts a repeated pair
-    in a query it does not evaluate); None for every row."""
+    in a query it does not evaluate); None for every row. ``docs_fp``: the doc ids' fingerprints,
+    when the caller has them."""
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
     qids, docs, values, lines = _columns(table)
-    dup = mask_of(qids, docs, q_codes)
+    dup = mask_of(qids, docs, q_codes, docs_fp)
     if dup is not None and only is not None:
         dup &= only
     if dup is None or not dup.any():
@@ -174,10 +178,10 @@ def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray |
 
 
 def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
-                       only: np.ndarray | None = None):
+                       only: np.ndarray | None = None, docs_fp: np.ndarray | None = None):
     """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs of a
     DataFrame (with a ``line`` column) or of the reader's columns (``only``: see :func:`kept_rows`)."""
-    keep = kept_rows(table, kind, policy, source, q_codes, only)
+    keep = kept_rows(table, kind, policy, source, q_codes, only, docs_fp)
     if keep is None:
         return table
     if hasattr(table, "layout"):
