@@ -211,13 +211,24 @@ def _version_of(package: str) -> str:
         return "not installed"
 
 
+class _Version(argparse.Action):
+    """``--version``: the versions, looked up only when asked (importlib.metadata costs ~25 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+        print(f"ndcg-plugin {__version__} (ir-measures {_version_of('ir-measures')}, "
+              f"pytrec-eval-terrier {_version_of('pytrec-eval-terrier')})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
                                 "checked against trec_eval.")
-    from . import __version__
-    p.add_argument("--version", action="version",
-                   version=f"ndcg-plugin {__version__} (ir-measures {_version_of('ir-measures')}, "
-                           f"pytrec-eval-terrier {_version_of('pytrec-eval-terrier')})")
+    p.add_argument("--version", action=_Version, help="show the versions of ndcg-plugin, ir-measures and "
+                                                      "pytrec-eval-terrier and exit")
     sub = p.add_subparsers(dest="command", required=True)
     parents = _parents()
     _add_eval(sub, parents)

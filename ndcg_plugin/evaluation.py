@@ -285,17 +285,19 @@ class Evaluation:
 
     def _side_by_side(self, qrels: Any, per_query: bool) -> Results | None:
         """The run and a qrels file streamed side by side (:mod:`ndcg_plugin.side_by_side`), or None
-        when they are not both sorted in one order: the run is then opened again, to be read from
-        its start the other way."""
+        when they are not both sorted in one order: the run, if its blocks were taken, is then
+        opened again, to be read from its start the other way."""
         from . import side_by_side
         from .aggregate import Aggregates
         from .reading.ahead import RunFile
         sink = Aggregates({m: spec_of(m) for m in self.mine}, keep=per_query)
         try:
-            side_by_side.evaluate(qrels, self.run.take_blocks(), self.run.source, sink.specs.values(), sink,
+            side_by_side.evaluate(qrels, self.run.take_blocks, self.run.source, sink.specs.values(), sink,
                                   self.options.duplicates, self.options.block_bytes)
         except side_by_side.Unsorted:
-            self.run = RunFile(self.run.path, self.options.run_format, self.options.block_bytes, self.options.progress)
+            if not self.run.untouched():  # the qrels declined at their first block: the run's stand
+                self.run = RunFile(self.run.path, self.options.run_format, self.options.block_bytes,
+                                   self.options.progress)
             return None
         out = Results(self.measures, sink.result())
         if per_query:

@@ -19,7 +19,7 @@ line before a duplicate pair).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,7 @@ class _Qrels:
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
         self.first: Parsed | None = None
+        self.first_groups: tuple | None = None
         self.last: Any = None
 
     def _raw(self) -> Parsed | None:
@@ -149,17 +150,29 @@ class _Qrels:
             raise _QrelsFailed(e) from None
 
     def first_ids(self) -> pa.Array:
-        """The query ids of the first block (for the choice of the order)."""
-        self.first = self._raw()
-        if self.first is None:
-            raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
-        return group_codes(self.first.query_id)[1]
+        """The query ids of the first block (for the choice of the order), read once."""
+        if self.first_groups is None:
+            self.first = self._raw()
+            if self.first is None:
+                raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
+            self.first_groups = group_codes(self.first.query_id)
+        return self.first_groups[1]
+
+    def sorted_at_start(self) -> bool:
+        """Whether the first block is grouped by query, the queries increasing in byte order or as
+        integers: else the files cannot go side by side, which is known before the run is touched
+        (its blocks, parsed ahead, then serve the other way)."""
+        ids = self.first_ids()
+        return _one_run_each(self.first_groups[0]) and (_Order(False).increasing(ids) or _Order.of(ids).numeric)
 
     def _next(self) -> _Piece | None:
-        raw, self.first = self.first or self._raw(), None
-        if raw is None:
-            return None
-        groups = group_codes(raw.query_id)
+        if self.first is not None:
+            raw, groups, self.first = self.first, self.first_groups, None
+        else:
+            raw = self._raw()
+            if raw is None:
+                return None
+            groups = group_codes(raw.query_id)
         if not _one_run_each(groups[0]):
             raise Unsorted()  # a query's judgments in two places: the qrels are indexed whole instead
         try:
@@ -205,16 +218,22 @@ class _Qrels:
         self.pieces.close()
 
 
-def evaluate(qrels_path: Any, run_pieces: Iterator[Parsed], run_source: str, specs: Iterable, sink: Any,
-             duplicates: str = "error", block_bytes: int = BLOCK_BYTES) -> None:
-    """Evaluate the run's blocks (``run_pieces``, parsed) against the qrels file at ``qrels_path``,
-    both streamed, into ``sink`` (``add(query ids, {spec: Values})`` per block). Unsorted when the
-    files are not both sorted in one order: the caller then discards the sink."""
+def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_source: str, specs: Iterable,
+             sink: Any, duplicates: str = "error", block_bytes: int = BLOCK_BYTES) -> None:
+    """Evaluate the run's blocks (``run_blocks()``, parsed) against the qrels file at
+    ``qrels_path``, both streamed, into ``sink`` (``add(query ids, {spec: Values})`` per block).
+    Unsorted when the files are not both sorted in one order: the caller then discards the sink.
+    ``run_blocks`` is called only once the qrels' first block is found sorted: when it is not, the
+    run is untouched."""
     specs = list(dict.fromkeys(specs))
     # the qrels in smaller blocks: a run block needs the qrels of its own queries only, and two
     # qrels blocks are held (one read ahead) beside the run's
     qrels = _Qrels(qrels_path, duplicates, max(block_bytes // 4, 1 << 16))
+    run_pieces = None
     try:
+        if not qrels.sorted_at_start():
+            raise Unsorted()
+        run_pieces = run_blocks()
         _merge(qrels, run_pieces, run_source, specs, sink, duplicates)
     except _QrelsFailed as e:
         raise e.error from None

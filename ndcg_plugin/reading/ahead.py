@@ -46,8 +46,8 @@ class ReadAhead:
     def _work(self, items: Iterator) -> None:
         try:
             for item in items:
-                if not self._put((item, None)):
-                    break
+                if not self._put((item, None)) or self._stop.is_set():
+                    break  # closed: no further item is read
             else:
                 self._put((self._END, None))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
@@ -74,6 +74,11 @@ class ReadAhead:
     def close(self) -> None:
         self._done = True
         self._stop.set()
+        try:  # items not taken are dropped, which wakes a worker waiting for room at once
+            while True:
+                self._slots.get_nowait()
+        except queue.Empty:
+            pass
         self._worker.join()
 
 
@@ -109,6 +114,10 @@ class RunFile:
             raise RuntimeError(f"the blocks of {self.source} were already taken")
         out, self.blocks = self.blocks, None
         return out
+
+    def untouched(self) -> bool:
+        """Whether the blocks are still here (not taken): then they can still be read from the start."""
+        return self.blocks is not None
 
     def close(self) -> None:
         if self.blocks is not None:
