@@ -127,7 +127,8 @@ def cmd_eval(args) -> int:
             say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
                  f"{'it' if len(left) == 1 else 'them'}")
     measures = measures or _dataset_measures(dataset)
-    options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args))
+    options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args), args.qrels_columns,
+                          args.run_columns)
     try:
         # routed once: every measure the plugin's engine computes is computed by it (trec_eval's tie
         # rule), the others by ir-measures, named on stderr (--provider: all by that one); a run

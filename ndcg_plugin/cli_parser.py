@@ -65,6 +65,19 @@ def _positive(text: str) -> int:
     return value
 
 
+def _column_map(text: str) -> dict[str, str]:
+    """``query_id=user_id,doc_id=item_id``: ir-measures' column names to a Parquet file's."""
+    out = {}
+    for part in text.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected NAME=COLUMN[,NAME=COLUMN...] with NAME among query_id, "
+                                             f"doc_id, relevance, score (e.g. query_id=user_id,doc_id=item_id), "
+                                             f"got {text!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def _add_eval(sub, parents: dict) -> None:
     e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
     e.add_argument("measures", nargs="*", help=f"measures, e.g. {examples()[0]} '{examples()[1]}' nDCG@10 AP "
@@ -82,6 +95,12 @@ def _add_eval(sub, parents: dict) -> None:
                    help="read a run file in blocks of this many bytes, keeping only per-query values, when "
                         f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
                         "whole into memory)")
+    e.add_argument("--qrels-columns", type=_column_map, metavar="NAME=COLUMN,...",
+                   help="a Parquet qrels file's column names, e.g. query_id=user_id,doc_id=item_id,relevance=rating "
+                        "(default: query_id, doc_id, relevance)")
+    e.add_argument("--run-columns", type=_column_map, metavar="NAME=COLUMN,...",
+                   help="a Parquet run's column names, e.g. query_id=user_id,doc_id=item_id,score=prediction "
+                        "(default: query_id, doc_id, score)")
     e.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local (default) or spark: the same measures and output computed by Spark SQL on text "
                         "or Parquet files (needs the [spark] extra and Java 17)")

@@ -88,6 +88,8 @@ class ReadOptions:
     duplicates: str = "error"
     block_bytes: int = BLOCK_BYTES
     progress: Any = None
+    qrels_columns: Any = None   # a Parquet file's column names ({"query_id": "user_id", ...}), as read()'s columns=
+    run_columns: Any = None
 
 
 def qrels_queries(qrels: Any):
@@ -223,7 +225,8 @@ class Evaluation:
         self.run = run
         if self.streams:  # the first blocks parse on a worker thread from now on
             from .reading.ahead import RunFile
-            self.run = RunFile(run, self.options.run_format, self.options.block_bytes, self.options.progress)
+            self.run = RunFile(run, self.options.run_format, self.options.block_bytes, self.options.progress,
+                               self.options.run_columns)
 
     def __enter__(self) -> Evaluation:
         return self
@@ -248,9 +251,10 @@ class Evaluation:
         from . import reading
         if not reading.is_file_like(qrels):
             return qrels
+        columns = self.options.qrels_columns
         if self.others:
-            return reading.read(qrels, "qrels", duplicates=self.options.duplicates)
-        return reading.read_columns(qrels, "qrels", duplicates=self.options.duplicates)
+            return reading.read(qrels, "qrels", duplicates=self.options.duplicates, columns=columns)
+        return reading.read_columns(qrels, "qrels", duplicates=self.options.duplicates, columns=columns)
 
     def compute(self, qrels: Any, per_query: bool = False) -> Results:
         """Evaluate on ``qrels`` (a file, or a table from :func:`ndcg_plugin.read`); ``per_query``:
@@ -272,6 +276,7 @@ class Evaluation:
             queries = index.qid_values if index is not None else qrels_queries(qrels)
             run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
                                                duplicates=self.options.duplicates, progress=self.options.progress,
+                                               columns=self.options.run_columns,
                                                queries=queries)
         out = Results(self.measures, {})
         if index is not None:
@@ -293,11 +298,11 @@ class Evaluation:
         sink = Aggregates({m: spec_of(m) for m in self.mine}, keep=per_query)
         try:
             side_by_side.evaluate(qrels, self.run.take_blocks, self.run.source, sink.specs.values(), sink,
-                                  self.options.duplicates, self.options.block_bytes)
+                                  self.options.duplicates, self.options.block_bytes, self.options.qrels_columns)
         except side_by_side.Unsorted:
             if not self.run.untouched():  # the qrels declined at their first block: the run's stand
                 self.run = RunFile(self.run.path, self.options.run_format, self.options.block_bytes,
-                                   self.options.progress)
+                                   self.options.progress, self.options.run_columns)
             return None
         out = Results(self.measures, sink.result())
         if per_query:

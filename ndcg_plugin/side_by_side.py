@@ -134,9 +134,10 @@ class _Qrels:
     """The qrels file as blocks of whole queries, checked for order and duplicates, handed out up
     to a given query."""
 
-    def __init__(self, path: Any, duplicates: str, block_bytes: int):
+    def __init__(self, path: Any, duplicates: str, block_bytes: int, columns: Any = None):
         self.source = source_name(path, "<stream>")
-        self.pieces = read_ahead(complete_queries(pieces(path, "qrels", self.source, block_bytes=block_bytes)), depth=1)
+        self.pieces = read_ahead(complete_queries(pieces(path, "qrels", self.source, block_bytes=block_bytes,
+                                                         columns=columns)), depth=1)
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
         self.first: Parsed | None = None
@@ -219,16 +220,17 @@ class _Qrels:
 
 
 def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_source: str, specs: Iterable,
-             sink: Any, duplicates: str = "error", block_bytes: int = BLOCK_BYTES) -> None:
+             sink: Any, duplicates: str = "error", block_bytes: int = BLOCK_BYTES, qrels_columns: Any = None) -> None:
     """Evaluate the run's blocks (``run_blocks()``, parsed) against the qrels file at
     ``qrels_path``, both streamed, into ``sink`` (``add(query ids, {spec: Values})`` per block).
     Unsorted when the files are not both sorted in one order: the caller then discards the sink.
     ``run_blocks`` is called only once the qrels' first block is found sorted: when it is not, the
-    run is untouched."""
+    run is untouched. ``qrels_columns``: a Parquet qrels file's column names (``columns=`` of
+    :func:`ndcg_plugin.read`)."""
     specs = list(dict.fromkeys(specs))
     # the qrels in smaller blocks: a run block needs the qrels of its own queries only, and two
     # qrels blocks are held (one read ahead) beside the run's
-    qrels = _Qrels(qrels_path, duplicates, max(block_bytes // 4, 1 << 16))
+    qrels = _Qrels(qrels_path, duplicates, max(block_bytes // 4, 1 << 16), qrels_columns)
     run_pieces = None
     try:
         if not qrels.sorted_at_start():

@@ -426,3 +426,39 @@ def test_reading_text_never_imports_the_parquet_reader(tmp_path):
             "ndcg_plugin.read('q 0 d 1\\n', 'qrels'); print(light, 'pyarrow.parquet' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def _renamed(path: Path, names: dict) -> Path:
+    """A copy of a Parquet file with its columns renamed (``{old: new}``)."""
+    table = pq.read_table(path)
+    out = path.with_name("renamed-" + path.name)
+    pq.write_table(table.rename_columns([names.get(c, c) for c in table.column_names]), out)
+    return out
+
+
+QRELS_NAMES = {"query_id": "user_id", "doc_id": "item_id", "relevance": "rating"}
+RUN_NAMES = {"query_id": "user_id", "doc_id": "item_id", "score": "prediction"}
+
+
+@pytest.mark.parametrize("extra", [[], ["--block-size", "0"], ["AP"], ["-q", "--block-size", "256"]],
+                         ids=["streamed", "whole", "other-provider", "small-blocks"])
+def test_cli_column_options_read_parquet_files_with_other_names(tmp_path, extra):
+    qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
+    want = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "MRR_ignore@5", *extra)
+    got = run_cli("eval", str(_renamed(qrels_pq, QRELS_NAMES)), str(_renamed(run_pq, RUN_NAMES)),
+                  "NDCG_exp@10", "MRR_ignore@5", *extra, "--qrels-columns",
+                  "query_id=user_id,doc_id=item_id,relevance=rating",
+                  "--run-columns", "query_id=user_id,doc_id=item_id,score=prediction")
+    assert want.returncode == got.returncode == 0 and got.stdout == want.stdout, got.stderr
+
+
+def test_cli_column_options_refused_in_one_line(tmp_path):
+    qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
+    missing = run_cli("eval", str(qrels_pq), str(_renamed(run_pq, RUN_NAMES)), "NDCG_exp@10")
+    assert missing.returncode == 2 and "missing columns" in missing.stderr and "Traceback" not in missing.stderr
+    bad = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "user_id")
+    assert bad.returncode == 2 and "expected NAME=COLUMN" in bad.stderr
+    unknown = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "rating=x")
+    assert unknown.returncode == 2 and "columns maps the run columns" in unknown.stderr
+    text = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "--run-columns", "query_id=u")
+    assert text.returncode == 2 and "Parquet file" in text.stderr and len(text.stderr.strip().splitlines()) == 1

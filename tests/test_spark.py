@@ -279,7 +279,7 @@ def test_files_read_by_spark_equal_the_local_reader(spark, tmp_path):
         if isinstance(local, Exception):
             with pytest.raises(ndcg_plugin.InputError) as got:
                 df = files.read(spark, path, kind)
-                with failures.reraise({path: (kind, "auto")}):
+                with failures.reraise({path: (kind, "auto", None)}):
                     df.collect()
             assert str(got.value) == str(local)
             bad += 1
@@ -604,3 +604,23 @@ def test_spark_that_cannot_start_is_one_line_before_any_jvm(tmp_path, option, en
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_cli_column_options_name_a_parquet_files_columns(spark, capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"user_id": [1, 1, 2], "item_id": [10, 11, 12], "rating": [1, 2, 1]}),
+                   tmp_path / "qrels.parquet")
+    pq.write_table(pa.table({"user_id": [1, 1, 2], "item_id": [11, 10, 99], "prediction": [2.0, 1.0, 1.0]}),
+                   tmp_path / "run.parquet")
+    (tmp_path / "q.qrels").write_text("1 0 10 1\n1 0 11 2\n2 0 12 1\n")
+    (tmp_path / "r.trec").write_text("1 Q0 11 1 2.0 t\n1 Q0 10 2 1.0 t\n2 Q0 99 1 1.0 t\n")
+    options = ["--qrels-columns", "query_id=user_id,doc_id=item_id,relevance=rating",
+               "--run-columns", "query_id=user_id,doc_id=item_id,score=prediction"]
+    code, mine, err = _cli(capsys, "eval", "--engine", "spark", str(tmp_path / "qrels.parquet"),
+                           str(tmp_path / "run.parquet"), "MRR_zero@10", "NDCG_lin@2", *options)
+    assert code == 0, err
+    code, local, _ = _cli(capsys, "eval", str(tmp_path / "q.qrels"), str(tmp_path / "r.trec"), "MRR_zero@10",
+                          "NDCG_lin@2")
+    # user 1: 11 (label 2) first, then 10 (label 1): RR 1, NDCG 1; user 2: nothing relevant: 0, 0
+    assert mine == local == "MRR_zero@10\t0.5000\nNDCG_lin@2\t0.5000\n"

@@ -85,13 +85,16 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",
-                  strategy: str = "auto") -> Evaluation:
+                  strategy: str = "auto", qrels_columns: dict | None = None,
+                  run_columns: dict | None = None) -> Evaluation:
     """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
-    :mod:`.files`). Errors in a file name the file (and the line, for a local file)."""
+    :mod:`.files`). Errors in a file name the file (and the line, for a local file).
+    ``qrels_columns``, ``run_columns``: a Parquet file's column names, as :func:`ndcg_plugin.read`'s
+    ``columns=`` (``{"query_id": "user_id", ...}``)."""
     from . import files
-    ev = prepare(files.read(spark, qrels, "qrels"), files.read(spark, run, "run", run_format), measures,
-                 strategy=strategy)
-    ev.files = {str(qrels): ("qrels", "auto"), str(run): ("run", run_format)}
+    ev = prepare(files.read(spark, qrels, "qrels", columns=qrels_columns),
+                 files.read(spark, run, "run", run_format, columns=run_columns), measures, strategy=strategy)
+    ev.files = {str(qrels): ("qrels", "auto", qrels_columns), str(run): ("run", run_format, run_columns)}
     return ev
 
 

@@ -50,7 +50,7 @@ def locate_error(path: str, kind: str, run_format: str) -> InputError | None:
 @contextmanager
 def reraise(files: dict | None = None) -> Iterator[None]:
     """Turn an input error raised inside a Spark job into a ValueError with its message. For an
-    error in one of ``files`` ({path: (kind, run_format)}), an :class:`InputError` naming the
+    error in one of ``files`` ({path: (kind, run_format, columns)}), an :class:`InputError` naming the
     file, with the line the local reader names when the file is local."""
     try:
         yield
@@ -59,21 +59,21 @@ def reraise(files: dict | None = None) -> Iterator[None]:
         if found is None:
             raise
         message = found.group(1).strip()
-        for path, (kind, run_format) in (files or {}).items():
+        for path, (kind, run_format, _) in (files or {}).items():
             if message.startswith(f"{path}: "):
                 located = locate_error(path, kind, run_format)
                 raise (located or InputError(path, None, message[len(path) + 2:])) from None
         raise ValueError(message.rstrip(".")) from None
 
 
-def locate_duplicate(path: str, kind: str, run_format: str) -> InputError | None:
+def locate_duplicate(path: str, kind: str, run_format: str, columns: dict | None = None) -> InputError | None:
     """The local reader's error for a repeated pair in a local file (both lines or rows named);
     None when the file is not local or the local reader finds none."""
     if not is_local(path):
         return None
     from ..reading import read
     try:
-        read(local_path(path), kind, run_format=run_format, source=str(path))
+        read(local_path(path), kind, run_format=run_format, source=str(path), columns=columns)
     except InputError as e:
         return e
     return None
@@ -81,11 +81,11 @@ def locate_duplicate(path: str, kind: str, run_format: str) -> InputError | None
 
 def duplicate_error(kind: str, pair: list, n: int, files: dict | None = None) -> Exception:
     """The error for a repeated (query, doc) pair of ``kind``: the local reader's, naming both
-    lines, for a local file of ``files`` ({path: (kind, run_format)}); else the pair and its count
+    lines, for a local file of ``files`` ({path: (kind, run_format, columns)}); else the pair and its count
     (rows of a Spark DataFrame have no order to name them by)."""
-    for path, (k, run_format) in (files or {}).items():
+    for path, (k, run_format, columns) in (files or {}).items():
         if k == kind:
-            located = locate_duplicate(path, kind, run_format)
+            located = locate_duplicate(path, kind, run_format, columns)
             if located is not None:
                 return located
     return ValueError(f"{kind}: duplicate (query_id, doc_id) = ({pair[0]!r}, {pair[1]!r}): {n} rows; trec_eval "

@@ -50,20 +50,28 @@ def _check_local(path: str) -> bytes:
     return head
 
 
-def read(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
+def read(spark, path: str, kind: str, run_format: str = "auto", columns: dict | None = None) -> DataFrame:
     """A qrels or run file as a DataFrame (query_id, doc_id, relevance | score). Parquet files
-    must have those columns; text files are parsed as described in the module docstring."""
+    must have those columns, or those ``columns`` names them (``{"query_id": "user_id", ...}``,
+    as :func:`ndcg_plugin.read`'s ``columns=``); text files are parsed as described in the module
+    docstring."""
+    from ..reading.formats import column_names
     if kind not in VALUE_COLUMN:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
     if run_format not in RUN_FORMATS:
         raise ValueError(f"run_format must be one of {RUN_FORMATS}, got {run_format!r}")
+    names = column_names(kind, columns)
     if is_parquet(path):
         df = spark.read.parquet(str(path))
-        missing = [c for c in ("query_id", "doc_id", VALUE_COLUMN[kind]) if c not in df.columns]
+        missing = [names[c] for c in ("query_id", "doc_id", VALUE_COLUMN[kind]) if names[c] not in df.columns]
         if missing:
-            raise InputError(str(path), None, f"Parquet {kind} needs the columns query_id, doc_id, "
-                             f"{VALUE_COLUMN[kind]}; missing {missing} (columns: {df.columns})")
-        return df.select("query_id", "doc_id", VALUE_COLUMN[kind])
+            raise InputError(str(path), None, f"Parquet {kind} needs the columns "
+                             f"{', '.join(names[c] for c in ('query_id', 'doc_id', VALUE_COLUMN[kind]))}; "
+                             f"missing {missing} (columns: {df.columns})")
+        return df.select(*(F.col(names[c]).alias(c) for c in ("query_id", "doc_id", VALUE_COLUMN[kind])))
+    if columns is not None:
+        raise ValueError(f"{path}: column names are for Parquet files; a text file's columns are found by their "
+                         f"position")
     return read_text(spark, path, kind, run_format)
 
 
@@ -128,7 +136,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
         return _local_qrels(spark, path)
     df = spark.read.option("lineSep", "\n").text(str(path))
     if head.startswith(b"\xef\xbb\xbf") or not is_local(path):
-        with reraise({str(path): (kind, run_format)}):
+        with reraise({str(path): (kind, run_format, None)}):
             df = _strip_bom_of_first_lines(df)
     value = F.col("value")
     trimmed = F.regexp_replace(value, f"\\A{WS}+|{WS}+\\z", "")
@@ -143,7 +151,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     if is_local(path):
         fields = first_fields(local_path(path), kind)
     else:
-        with reraise({str(path): (kind, run_format)}):
+        with reraise({str(path): (kind, run_format, None)}):
             first = data.select(F.size("f").alias("n")).first()
         fields = None if first is None else first["n"]
     if fields is None and (kind == "qrels" or not head):
