@@ -624,3 +624,18 @@ def test_cli_column_options_name_a_parquet_files_columns(spark, capsys, tmp_path
                           "NDCG_lin@2")
     # user 1: 11 (label 2) first, then 10 (label 1): RR 1, NDCG 1; user 2: nothing relevant: 0, 0
     assert mine == local == "MRR_zero@10\t0.5000\nNDCG_lin@2\t0.5000\n"
+
+
+def test_a_local_session_runs_its_python_workers_with_this_interpreter(monkeypatch):
+    # Spark's default worker is the python3 on PATH, which lacks pyarrow and ndcg-plugin when the
+    # command runs from a virtual environment that is not activated (or from pipx): the duplicate
+    # check's mapInArrow then failed with "No module named 'pyarrow'"
+    import sys
+
+    from ndcg_plugin.spark import session as spark_session
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    spark_session._local_conf("local[2]", {})
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")  # the user's choice stands
+    spark_session._local_conf("local[2]", {})
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/other/python"

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -106,7 +107,12 @@ def _log_config(level: str) -> str:
 
 def _local_conf(master: str, conf: dict) -> dict:
     """Spark's defaults sized for one machine: 2 shuffle partitions per core (not 200), and half the
-    memory for the driver (the default 1 GB cannot hold the sorts of 10^7 rows)."""
+    memory for the driver (the default 1 GB cannot hold the sorts of 10^7 rows); and Python workers
+    run by this interpreter, where ndcg-plugin, numpy and pyarrow are (Spark's default is the
+    ``python3`` on PATH, which a virtual environment not activated, or pipx, does not put there):
+    PYSPARK_PYTHON, which pyspark reads when the session starts, is set to it unless already set."""
+    if not os.environ.get("PYSPARK_PYTHON") and sys.executable:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     threads = master[len("local"):].strip("[]").split(",")[0]
     cores = (os.cpu_count() or 2) if threads in ("", "*") else (int(threads) if threads.isdigit() else 2)
     conf.setdefault("spark.sql.shuffle.partitions", str(2 * cores))
