@@ -630,9 +630,9 @@ def test_a_local_session_runs_its_python_workers_with_this_interpreter(monkeypat
     # Spark's default worker is the python3 on PATH, which lacks pyarrow and ndcg-plugin when the
     # command runs from a virtual environment that is not activated (or from pipx): the duplicate
     # check's mapInArrow then failed with "No module named 'pyarrow'"
+    import importlib
     import sys
-
-    from ndcg_plugin.spark import session as spark_session
+    spark_session = importlib.import_module("ndcg_plugin.spark.session")  # the module (spark.session is a function)
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     spark_session._local_conf("local[2]", {})
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
