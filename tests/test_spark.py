@@ -639,3 +639,24 @@ def test_a_local_session_runs_its_python_workers_with_this_interpreter(monkeypat
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python")  # the user's choice stands
     spark_session._local_conf("local[2]", {})
     assert os.environ["PYSPARK_PYTHON"] == "/opt/other/python"
+
+
+def test_a_dataset_id_gives_spark_the_qrels_file_ir_datasets_keeps(tmp_path):
+    # the conftest's seeded cache holds DL19's qrels: the id resolves to that file; an empty cache
+    # has none, and the Spark engine does not download: one line saying so, before any JVM
+    import importlib
+    import subprocess
+    import sys
+
+    from .conftest import msmarco_file
+    command = importlib.import_module("ndcg_plugin.spark.command")
+    msmarco_file("qrels.dl19-passage.txt")
+    path = command.qrels_file("msmarco-passage/trec-dl-2019/judged")
+    assert os.path.isfile(path) and open(path).read() == msmarco_file("qrels.dl19-passage.txt").read_text()
+    (tmp_path / "r").write_text("1 Q0 d1 1 1.0 t\n")
+    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", "--engine", "spark",
+                           "msmarco-passage/trec-dl-2019/judged", str(tmp_path / "r"), "NDCG_lin@10"],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "IR_DATASETS_HOME": str(tmp_path / "home")})
+    assert proc.returncode == 2 and "the Spark engine reads files" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
