@@ -660,3 +660,13 @@ def test_a_dataset_id_gives_spark_the_qrels_file_ir_datasets_keeps(tmp_path):
                           env={**os.environ, "IR_DATASETS_HOME": str(tmp_path / "home")})
     assert proc.returncode == 2 and "the Spark engine reads files" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_size_estimate_the_duplicate_check_reads_is_alive(spark):
+    # duplicates.small() is the engine's one read of a private API (the optimizer's size estimate,
+    # through df._jdf): if a pyspark release moves it, small() would silently say "large" always
+    from ndcg_plugin.spark import duplicates
+    tiny, huge = spark.range(10), spark.range(10**9)
+    estimate = int(str(tiny._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert 0 < estimate < 1 << 20
+    assert duplicates.small(tiny) and not duplicates.small(huge)
