@@ -35,34 +35,25 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     return {"files": files, "reading": reading, "places": places}
 
 
-def _bytes_option(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of bytes (an integer >= 0), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of bytes >= 0 (0: read the run whole), got {value}")
-    return value
+def _checked(convert, ok, kind: str, bound: str):
+    """An argparse type: ``convert(text)``, refused when it fails ("expected KIND, got 'TEXT'") or
+    when ``ok`` says no ("expected BOUND, got VALUE")."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {bound}, got {value}")
+        return value
+    return parse
 
 
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a significance level between 0 and 1 (e.g. 0.05), got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 (e.g. 10000), got {value}")
-    return value
+_bytes_option = _checked(int, lambda v: v >= 0, "a number of bytes (an integer >= 0)",
+                         "a number of bytes >= 0 (0: read the run whole)")
+_alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
+                  "a significance level between 0 and 1 (e.g. 0.05)")
+_positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
 
 
 def _column_map(text: str) -> dict[str, str]:
