@@ -313,7 +313,8 @@ class Evaluation:
         if "pytrec_eval" in self.other_providers():
             refuse_crashing_queries(qrels, [m for m in self.others if self.routes[m] == "pytrec_eval"], source)
         calc = ir_measures.providers.registry[self.provider] if self.provider else ir_measures
-        qrels, run = _object_ids(qrels), _object_ids(run)
+        if self.provider:  # a provider named by the user may assert Python string ids (ranx does)
+            qrels, run = _object_ids(qrels), _object_ids(run)
         try:
             if not per_query:
                 out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))
