@@ -407,7 +407,7 @@ def main() -> int:
         "`Qrels.from_file`, `Run.from_file`, `evaluate(ndcg@10, mrr@10, hit_rate@10)`.",
         "", "## In one process", "", "| what | time | ratio |", "|---|---|---|", *inproc, "",
         *(["## 10x the queries", "", "| tool | wall | peak RSS | / ndcg-plugin |", "|---|---|---|---|", *scale_rows, "",
-           "ndcg-plugin streams the run file (blocks of 16 MiB, per-query values kept), so its memory does not grow "
+           "ndcg-plugin streams the run file (blocks of 8 MiB, per-query values kept), so its memory does not grow "
            "with the run; trec_eval and pytrec_eval hold the whole run.", ""] if scale_rows else []),
         "## Targets", "", *targets, "",
     ])

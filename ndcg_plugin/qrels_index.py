@@ -84,24 +84,23 @@ class QrelsIndex:
     (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
-    def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None):
-        """``groups``: :func:`~ndcg_plugin.columns.group_codes` of the qrels' query ids, when the
-        caller has them (the side-by-side reader keeps them per block)."""
+    def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
+                 doc_fp: np.ndarray | None = None):
+        """``groups``: :func:`~ndcg_plugin.columns.group_codes` of the qrels' query ids, and
+        ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side
+        reader keeps them per block)."""
         qids, docs, rel = columns_of(qrels, "relevance")
         self.qid_values, row_q = _sorted_codes(qids, groups)
         self._qids: np.ndarray | None = None
         self._memo: dict = {}
-        fp = fingerprints(self.qid_values)
-        self._q_order = np.argsort(fp, kind="stable")
-        self._q_fp = fp[self._q_order]
+        self._q_search: tuple | None = None  # (sorted query fingerprints, their codes), on first use
         self._shift = 64 - max(len(self.qid_values) - 1, 1).bit_length()  # doc fingerprint bits below the code
-        keys = self._pair_keys(row_q, fingerprints(docs))
+        keys = self._pair_keys(row_q, fingerprints(docs) if doc_fp is None else doc_fp)
         order = np.argsort(keys, kind="stable")
         self.keys, self.key_q = keys[order], row_q[order]
         self.rel = np.asarray(rel, dtype=np.int64)[order]
         self._docs, self._doc_order = as_arrow_strings(docs), order
-        self.exact = exact or bool(np.any(self._q_fp[1:] == self._q_fp[:-1])) or bool(
-            np.any(self.keys[1:] == self.keys[:-1]))
+        self.exact = exact or bool(np.any(self.keys[1:] == self.keys[:-1]))
         self._exact_pairs: tuple | None = None
 
     @property
@@ -126,18 +125,34 @@ class QrelsIndex:
         with np.errstate(over="ignore"):
             return (q.astype(np.uint64) << np.uint64(self._shift)) | (doc_fp >> np.uint64(64 - self._shift))
 
-    def code_of(self, values: Any) -> np.ndarray:
-        """Code (position in ``qid_values``) of each query id, -1 for ids not in the qrels."""
+    def code_of(self, values: Any, method: str | None = None) -> np.ndarray:
+        """Code (position in ``qid_values``) of each query id, -1 for ids not in the qrels.
+        ``method``: ``"hash"`` (Arrow's ``index_in``, which hashes every query id of the index on
+        each call), ``"search"`` (binary searches of fingerprints sorted once, confirmed on the
+        strings), or None: hashing when the ids looked up are at least a quarter as many as the
+        index's (one block of a run against the qrels of its own queries) or when the index is
+        ``exact``, else searching. Every method gives the same codes."""
+        if method not in (None, "hash", "search"):
+            raise ValueError(f"method must be 'hash', 'search' or None, got {method!r}")
         values = as_arrow_strings(values)
-        if self.exact:
+        if method is None:
+            method = "hash" if self.exact or self.nq <= 4 * len(values) else "search"
+        if method == "hash":
             return to_numpy(pc.index_in(values, value_set=self.qid_values), null=-1).astype(np.int64)
+        if self._q_search is None:
+            fp = fingerprints(self.qid_values)
+            order = np.argsort(fp, kind="stable")
+            self._q_search = (fp[order], order)
+        q_fp, q_order = self._q_search
+        if bool(np.any(q_fp[1:] == q_fp[:-1])):  # two query ids with one fingerprint: ambiguous
+            return self.code_of(values, "hash")
         fp = fingerprints(values)
         codes = np.full(len(fp), -1, dtype=np.int64)
-        if len(self._q_fp) == 0:
+        if len(q_fp) == 0:
             return codes
-        pos = _searchsorted(self._q_fp, fp)
-        rows = np.flatnonzero(self._q_fp[pos] == fp)
-        found = self._q_order[pos[rows]]
+        pos = _searchsorted(q_fp, fp)
+        rows = np.flatnonzero(q_fp[pos] == fp)
+        found = q_order[pos[rows]]
         ok = _confirmed(values, rows, self.qid_values, found)
         codes[rows[ok]] = found[ok]
         return codes

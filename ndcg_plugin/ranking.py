@@ -199,7 +199,8 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
 
 def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
-    order). Strings are compared only among rows whose scores tie."""
+    order). Strings are compared only among rows whose scores tie: a tie of two rows (most ties
+    of a run with rounded scores) is put in order by one comparison, larger ties by a sort."""
     if is_ranked(group, score):
         order = np.arange(len(group))  # already grouped and sorted by score descending
     else:
@@ -207,10 +208,33 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.
     gs, ss = group[order], score[order]
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     if tie.any():
-        rows = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])
-        order[rows] = order[rows][np.lexsort((*_descending_bytes(docs.take(from_numpy(order[rows]))), -ss[rows],
-                                              gs[rows]))]
+        after = np.r_[False, tie]  # ties with the row before it
+        rows = np.flatnonzero(after | np.r_[tie, False])
+        tied = np.cumsum(~after[rows]) - 1  # one number per run of tied rows, increasing in rank order
+        keys = _descending_bytes(docs.take(from_numpy(order[rows])))
+        pair = np.bincount(tied)[tied] == 2
+        at = np.flatnonzero(pair)  # the two rows of each pair are neighbours
+        first, second = at[0::2], at[1::2]
+        swap = _before(keys, second, first)
+        a, b = rows[first[swap]], rows[second[swap]]
+        order[a], order[b] = order[b], order[a]
+        if not pair.all():
+            big = np.flatnonzero(~pair)
+            sub = rows[big]
+            order[sub] = order[sub][np.lexsort((*(k[big] for k in keys), tied[big]))]
     return order
+
+
+def _before(keys: tuple[np.ndarray, ...], i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Whether row ``i`` sorts strictly before row ``j`` under lexsort ``keys`` (the last key
+    first), element-wise: what np.lexsort, which is stable, does with the two."""
+    less = np.zeros(len(i), dtype=bool)
+    equal = np.ones(len(i), dtype=bool)
+    for key in reversed(keys):
+        a, b = key[i], key[j]
+        less |= equal & (a < b)
+        equal &= a == b
+    return less
 
 
 def _descending_bytes(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, ...]:

@@ -9,6 +9,12 @@ as the run is), those qrels rows are indexed on their own (a small
 go to an aggregator (:class:`ndcg_plugin.aggregate.Aggregates`); qrels queries the run lacks
 are evaluated as the in-memory engine evaluates them (no row), in the block that passes them.
 
+The work is spread over threads, since numpy and Arrow release the GIL for most of it: each
+file's reading thread also finds its blocks' group codes and doc fingerprints (and, for the qrels,
+applies the duplicate policy), and ``WORKERS`` blocks are evaluated at once, their values handed
+to the aggregator in the run's order (so that per-query output and the first error reported are
+those of one block at a time; tests compare the two).
+
 Whether the files are so sorted is found while reading: the order is chosen from the first
 blocks (numeric when every id is a canonical integer, else byte order) and every block of both
 files is checked against it. The first query out of order raises :class:`Unsorted`, before any
@@ -19,7 +25,9 @@ line before a duplicate pair).
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -39,6 +47,7 @@ from .reading.sources import pieces, source_name
 from .stream import complete_queries
 
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
+WORKERS = 2  # blocks evaluated at once: numpy and Arrow release the GIL for most of a block's work
 
 
 class Unsorted(Exception):
@@ -83,22 +92,24 @@ class _Piece:
     :func:`~ndcg_plugin.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
     a query's code is its position among the block's queries."""
 
-    def __init__(self, parsed: Parsed, order: _Order, groups: tuple):
+    def __init__(self, parsed: Parsed, order: _Order, groups: tuple, doc_fp: np.ndarray):
         codes, uniques, sizes = groups
-        self.parsed, self.groups, self.keys = parsed, groups, order.keys(uniques)
+        self.parsed, self.groups, self.doc_fp, self.keys = parsed, groups, doc_fp, order.keys(uniques)
         self.starts = np.cumsum(sizes) - sizes
 
-    def split(self, last: Any) -> tuple[tuple[Parsed, tuple], _Piece | None]:
-        """((the rows of the queries up to ``last``, their groups), the rest as a piece, or None)."""
+    def split(self, last: Any) -> tuple[tuple[Parsed, tuple, np.ndarray], _Piece | None]:
+        """((the rows of the queries up to ``last``, their groups, their doc fingerprints), the rest
+        as a piece, or None)."""
         count = int(pc.sum(pc.less_equal(self.keys, last)).as_py() or 0)
         if count == len(self.keys):
-            return (self.parsed, self.groups), None
+            return (self.parsed, self.groups, self.doc_fp), None
         at = int(self.starts[count])
         codes, uniques, sizes = self.groups
-        head = (_slice(self.parsed, 0, at), (codes[:at], uniques.slice(0, count), sizes[:count]))
+        head = (_slice(self.parsed, 0, at), (codes[:at], uniques.slice(0, count), sizes[:count]), self.doc_fp[:at])
         self.parsed, self.keys, self.starts = _slice(self.parsed, at, len(self.parsed)), self.keys.slice(count), \
             self.starts[count:] - at
         self.groups = (codes[at:] - codes.dtype.type(count), uniques.slice(count), sizes[count:])
+        self.doc_fp = self.doc_fp[at:]
         return head, self
 
 
@@ -122,6 +133,34 @@ def _slice(p: Parsed, lo: int, hi: int) -> Parsed:
     return Parsed(p.layout, p.query_id.slice(lo, hi - lo), p.doc_id.slice(lo, hi - lo), p.value[lo:hi], p.line[lo:hi])
 
 
+class _Prepared:
+    """A qrels block as the reading thread hands it over: the parsed rows (``raw``), their group
+    codes, and the rows kept under the duplicate policy with their group codes and doc ids'
+    fingerprints, or the policy's error (raised by the consumer, after the later blocks are
+    parsed for a bad line)."""
+
+    def __init__(self, raw: Parsed, duplicates: str, source: str):
+        self.raw, self.groups = raw, group_codes(raw.query_id)
+        self.kept, self.kept_groups, self.doc_fp, self.error = raw, self.groups, None, None
+        if not _one_run_each(self.groups[0]):
+            return  # the consumer declines the side by side for this block
+        self.doc_fp = fingerprints(raw.doc_id)
+        try:
+            self.kept = resolve_duplicates(raw, "qrels", duplicates, source, q_codes=self.groups[0],
+                                           docs_fp=self.doc_fp)
+        except InputError as e:
+            self.error = e
+        if self.kept is not raw:
+            self.kept_groups, self.doc_fp = group_codes(self.kept.query_id), fingerprints(self.kept.doc_id)
+
+
+def _prepared(blocks: Iterator[Parsed], duplicates: str, source: str) -> Iterator[_Prepared]:
+    """The blocks prepared on the reading thread (their group codes and duplicate check: work
+    the main thread, busy with the run, need not do)."""
+    for raw in blocks:
+        yield _Prepared(raw, duplicates, source)
+
+
 class _QrelsFailed(Exception):
     """The qrels file's error, raised out of the run's loop (it is reported before any run error)."""
 
@@ -136,15 +175,15 @@ class _Qrels:
 
     def __init__(self, path: Any, duplicates: str, block_bytes: int, columns: Any = None):
         self.source = source_name(path, "<stream>")
-        self.pieces = read_ahead(complete_queries(pieces(path, "qrels", self.source, block_bytes=block_bytes,
-                                                         columns=columns)), depth=1)
+        blocks = complete_queries(pieces(path, "qrels", self.source, block_bytes=block_bytes, columns=columns))
+        self.pieces = read_ahead(_prepared(blocks, duplicates, self.source), depth=1)
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
-        self.first: Parsed | None = None
+        self.first: _Prepared | None = None
         self.first_groups: tuple | None = None
         self.last: Any = None
 
-    def _raw(self) -> Parsed | None:
+    def _raw(self) -> _Prepared | None:
         try:
             return next(self.pieces, None)
         except InputError as e:
@@ -156,7 +195,7 @@ class _Qrels:
             self.first = self._raw()
             if self.first is None:
                 raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
-            self.first_groups = group_codes(self.first.query_id)
+            self.first_groups = self.first.groups
         return self.first_groups[1]
 
     def sorted_at_start(self) -> bool:
@@ -168,46 +207,44 @@ class _Qrels:
 
     def _next(self) -> _Piece | None:
         if self.first is not None:
-            raw, groups, self.first = self.first, self.first_groups, None
+            block, self.first = self.first, None
         else:
-            raw = self._raw()
-            if raw is None:
+            block = self._raw()
+            if block is None:
                 return None
-            groups = group_codes(raw.query_id)
-        if not _one_run_each(groups[0]):
+        if not _one_run_each(block.groups[0]):
             raise Unsorted()  # a query's judgments in two places: the qrels are indexed whole instead
-        try:
-            kept = resolve_duplicates(raw, "qrels", self.duplicates, self.source, q_codes=groups[0])
-        except InputError as e:
+        if block.error is not None:
             while self._raw() is not None:  # a bad line later in the qrels is reported first
                 pass
-            raise _QrelsFailed(e) from None
-        piece = _Piece(kept, self.order, groups if kept is raw else group_codes(kept.query_id))
+            raise _QrelsFailed(block.error) from None
+        piece = _Piece(block.kept, self.order, block.kept_groups, block.doc_fp)
         if not self.order.increasing(piece.keys, self.last):
             raise Unsorted()
         if len(piece.keys):
             self.last = piece.keys[len(piece.keys) - 1]
         return piece
 
-    def through(self, last: Any | None) -> tuple[Parsed, tuple | None]:
-        """The qrels rows of the queries up to ``last`` (every remaining one for None), and their
-        group codes (None for no row)."""
+    def through(self, last: Any | None) -> tuple[Parsed, tuple | None, np.ndarray | None]:
+        """The qrels rows of the queries up to ``last`` (every remaining one for None), their
+        group codes and their doc ids' fingerprints (None for no row)."""
         taken = []
         while True:
             piece = self.pending or self._next()
             self.pending = None
             if piece is None:
                 break
-            head, rest = piece.split(last) if last is not None else ((piece.parsed, piece.groups), None)
+            head, rest = piece.split(last) if last is not None else ((piece.parsed, piece.groups, piece.doc_fp), None)
             taken.append(head)
             if rest is not None:
                 self.pending = rest
                 break
         if not taken:
-            return Parsed.empty(LAYOUTS["qrels"]), None
+            return Parsed.empty(LAYOUTS["qrels"]), None, None
         if len(taken) == 1:
             return taken[0]
-        return concat([t for t, _ in taken]), _joined([g for _, g in taken])
+        parsed, groups, doc_fp = zip(*taken, strict=True)
+        return concat(list(parsed)), _joined(list(groups)), np.concatenate(doc_fp)
 
     def drain(self) -> None:
         """Read the rest of the qrels for their errors only."""
@@ -246,40 +283,75 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
             close()
 
 
+def _run_prepared(parts: Iterator[Parsed]) -> Iterator[tuple]:
+    """(block, its group codes, its doc ids' fingerprints) for each block of whole queries, made on
+    a reading thread; the ids are hashed once, for the duplicate check and the qrels lookups."""
+    for part in parts:
+        if len(part) == 0:
+            yield part, None, None
+        else:
+            yield part, group_codes(part.query_id), fingerprints(part.doc_id)
+
+
+def _block(mine: tuple, part: Parsed, groups: tuple, doc_fp: np.ndarray, run_source: str, specs: list,
+           counts: list, duplicates: str) -> tuple:
+    """One block of whole queries against the qrels of its queries (``mine``: the rows, their group
+    codes and doc fingerprints): (the qrels' query ids, every spec's values), or the duplicate
+    policy's InputError. Runs on a worker thread."""
+    index = QrelsIndex(mine[0], groups=mine[1], doc_fp=mine[2])
+    q_map = index.code_of(groups[1])
+    # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
+    table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
+                               only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
+    whole = len(table) == len(part)  # else the engine recomputes what depends on the rows
+    return index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
+                                            q_map if whole else None, doc_fp if whole else None)
+
+
+def _collect(future: Future, sink: Any, pending_error: InputError | None) -> InputError | None:
+    """A block's values into ``sink`` (blocks are collected in the run's order); the first error in
+    that order is the one kept."""
+    try:
+        qids, values = future.result()
+    except InputError as e:
+        return pending_error or e
+    if pending_error is None:
+        sink.add(qids, values)
+    return pending_error
+
+
 def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, duplicates: str) -> None:
     counts: list = []
     last, order, pending_error, any_rows = None, None, None, False
-    try:
-        for part in complete_queries(run_pieces):
-            any_rows = True
-            if len(part) == 0:
-                continue  # a run with no result line: its qrels queries are evaluated at the end
-            groups = group_codes(part.query_id)
-            if not _one_run_each(groups[0]):
-                raise Unsorted()  # a query's rows in two places: not grouped by query
-            if order is None:
-                order = qrels.order = _Order.of(groups[1], qrels.first_ids())
-            keys = order.keys(groups[1])
-            if not order.increasing(keys, last):
-                raise Unsorted()
-            last = keys[len(keys) - 1]
-            mine, mine_groups = qrels.through(last)
-            if pending_error is not None:
-                continue  # only parse on: a bad line later in the run is reported first
-            index = QrelsIndex(mine, groups=mine_groups)
-            q_map = index.code_of(groups[1])
-            doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
-            try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
-                table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
-                                           only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
-            except InputError as e:
-                pending_error = e
-                continue
-            whole = len(table) == len(part)  # else the engine recomputes what depends on the rows
-            sink.add(index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
-                                                      q_map if whole else None, doc_fp if whole else None))
-    except InputError as e:  # the run's bad line: the qrels are read to their end first, for theirs
-        pending_error = e
+    inflight: deque = deque()
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
+        try:
+            for part, groups, doc_fp in read_ahead(_run_prepared(complete_queries(run_pieces)), depth=1):
+                any_rows = True
+                if len(part) == 0:
+                    continue  # a run with no result line: its qrels queries are evaluated at the end
+                if not _one_run_each(groups[0]):
+                    raise Unsorted()  # a query's rows in two places: not grouped by query
+                if order is None:
+                    order = qrels.order = _Order.of(groups[1], qrels.first_ids())
+                keys = order.keys(groups[1])
+                if not order.increasing(keys, last):
+                    raise Unsorted()
+                last = keys[len(keys) - 1]
+                mine = qrels.through(last)
+                if pending_error is not None:
+                    continue  # only parse on: a bad line later in the run is reported first
+                inflight.append(pool.submit(_block, mine, part, groups, doc_fp, run_source, specs, counts,
+                                            duplicates))
+                while len(inflight) >= WORKERS or (inflight and inflight[0].done()):
+                    pending_error = _collect(inflight.popleft(), sink, pending_error)
+            while inflight:
+                pending_error = _collect(inflight.popleft(), sink, pending_error)
+        except InputError as e:  # the run's bad line: the qrels are read to their end first, for theirs
+            pending_error = e
+        finally:
+            for future in inflight:
+                future.cancel()
     if not any_rows and pending_error is None:
         pending_error = InputError(run_source, None, "no run lines found: the input is empty")
     if order is None:
@@ -288,8 +360,8 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     if pending_error is not None:
         qrels.drain()  # an error in the qrels is reported before the run's
         raise pending_error
-    rest, rest_groups = qrels.through(None)  # the qrels queries after the run's last one (also checks their order)
+    rest, rest_groups, rest_fp = qrels.through(None)  # the qrels queries after the run's last one (and their order)
     if len(rest):
-        index = QrelsIndex(rest, groups=rest_groups)
+        index = QrelsIndex(rest, groups=rest_groups, doc_fp=rest_fp)
         sink.add(index.qid_values, engine.empty_values(index, specs))
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))

@@ -117,6 +117,10 @@ def test_both_ways_are_taken(tmp_path, monkeypatch):
     ("1 0 a 1\n1 0 a 2\n2 0 b 1\n", "1 Q0 a 1 1 t\n2 Q0 b 1 zz t\n", "q:2: duplicate (query_id, doc_id)"),
     ("1 0 a 1\n2 0 b 1\n", "1 Q0 a 1 1 t\n1 Q0 a 1 2 t\n2 Q0 b 1 zz t\n", "r:3: expected a numeric score"),
     ("1 0 a 1\n2 0 b 1\n", "1 Q0 a 1 1 t\n1 Q0 a 1 2 t\n2 Q0 b 1 1 t\n", "r:2: duplicate (query_id, doc_id)"),
+    # repeated pairs in several blocks, evaluated at once on worker threads: the first in the run's order
+    ("".join(f"{i} 0 a 1\n" for i in range(1, 9)),
+     "".join(f"{i} Q0 a 1 1 t\n{i} Q0 {'a' if i in (2, 3, 5) else 'b'} 1 2 t\n" for i in range(1, 9)),
+     "r:4: duplicate (query_id, doc_id) = ('2', 'a')"),
 ])
 def test_errors_are_those_of_the_whole_reading_qrels_first(tmp_path, qrels, run, message):
     (tmp_path / "q").write_text(qrels)
@@ -142,6 +146,7 @@ def test_fast_lookups_equal_exact_ones(judgments, probes):
     assert not fast.exact and exact.exact
     qids = pa.chunked_array([pa.array([q for q, _ in probes] + list(qrels["query_id"]), type=pa.large_string())])
     assert fast.code_of(qids).tolist() == exact.code_of(qids).tolist()
+    assert fast.code_of(qids, "search").tolist() == fast.code_of(qids, "hash").tolist() == exact.code_of(qids).tolist()
     codes = fast.code_of(qids)
     docs = pa.chunked_array([pa.array([d for _, d in probes] + list(qrels["doc_id"]), type=pa.large_string())])
     known = np.flatnonzero(codes >= 0)
@@ -159,6 +164,25 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
     assert index.exact
     ids = pa.chunked_array([pa.array(["q2", "q3", "q1"], type=pa.large_string())])
     assert index.code_of(ids).tolist() == [1, -1, 0]
+    assert index.code_of(ids, "search").tolist() == [1, -1, 0]  # colliding query fingerprints: hashed
+    with pytest.raises(ValueError, match="method must be 'hash', 'search' or None, got 'sorted'"):
+        index.code_of(ids, "sorted")
     judged, rel = index.labels(np.array([1, 1, 0]), pa.chunked_array([pa.array(["c", "a", "a"])]))
     assert judged.tolist() == [True, False, True] and rel.tolist() == [3, 0, 1]
     assert columns.fingerprints is not None
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logs())
+def test_blocks_evaluated_one_at_a_time_or_at_once_print_the_same(monkeypatch, tmp_path, data):
+    # the worker threads (side_by_side.WORKERS blocks at once) against one block at a time
+    from ndcg_plugin import side_by_side
+    qrels, run = data
+    (tmp_path / "q").write_text(qrels)
+    (tmp_path / "r").write_text(run)
+    args = ("eval", "-q", "-p", "-1", "--block-size", "40", str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES)
+    outcomes = []
+    for workers in (1, 2, 3):
+        monkeypatch.setattr(side_by_side, "WORKERS", workers)
+        outcomes.append(run_cli(*args))
+    assert outcomes[0] == outcomes[1] == outcomes[2]

@@ -108,8 +108,13 @@ def ideal_dcg(q: Any, gain: Any, cutoff: int | None, nq: int) -> Any:
     positive = gain > 0
     q, gain = q[positive], gain[positive]
     # by query, then gain descending, stably: the order of np.lexsort((-gain, q)), as one integer
-    # key (gains take few distinct values), cheaper to sort than two float keys
-    levels, level = np.unique(-gain, return_inverse=True)
+    # key (gains take few distinct values), cheaper to sort than two float keys; the distinct
+    # gains found by hashing (Arrow), not by a sort of every gain
+    import pyarrow.compute as pc
+
+    from ..columns import from_numpy, to_numpy
+    levels = np.sort(-to_numpy(pc.unique(from_numpy(gain.astype(np.float64, copy=False)))))
+    level = np.searchsorted(levels, -gain)
     order = np.argsort(q.astype(np.int64) * len(levels) + level, kind="stable")
     qs, gs = q[order], gain[order]
     rank = group_ranks(qs)

@@ -32,7 +32,7 @@ from .formats import Layout, column_names, error_at
 from .lines import Parsed
 
 MAGIC = b"PAR1"
-#: rows per piece: a text block's bytes over this (16 MiB -> 524,288 rows, a TREC run's block)
+#: rows per piece: a text block's bytes over this (8 MiB -> 262,144 rows, a TREC run's block)
 BYTES_PER_ROW = 32
 LAYOUTS = {"qrels": Layout("parquet", 3, 0, 1, 2, True, "columns query_id, doc_id, relevance", unit="row"),
            "run": Layout("parquet", 3, 0, 1, 2, False, "columns query_id, doc_id, score", unit="row")}
