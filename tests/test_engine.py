@@ -8,6 +8,8 @@ from math import log2
 
 import ir_measures
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
@@ -237,3 +239,26 @@ def test_inputs_are_not_modified():
         ir_measures.calc_aggregate([NDCG_exp @ 5, HitRate_item @ 5, MRR_ignore @ 5], qd, rd)
     assert qrels.equals(before[0]) and run.equals(before[1])
     assert (repr(qd), repr(rd)) == before[2:]
+
+
+# --- fast paths against the general computation they stand for -------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(-2, 40)), max_size=80),
+       st.sampled_from([None, 1, 3, 10]), st.sampled_from(["linear", "exp"]))
+def test_ideal_dcg_from_the_shared_label_order_equals_the_sort_of_gains(rows, cutoff, variant):
+    # the IDCG the variants take from one ideal order by label (ndcg.ideal_by_label) against the
+    # variant's own sort of its gains (ndcg.ideal_dcg): bit for bit, rows in any order
+    import numpy as np
+
+    from ndcg_plugin.measures import ndcg
+    from ndcg_plugin.measures.base import Spec
+    from ndcg_plugin.qrels_index import QrelsIndex
+
+    judgments = list({(f"q{q}", f"d{i}"): rel for i, (q, rel) in enumerate(rows)}.items())
+    qrels = qrels_df([(q, d, rel) for (q, d), rel in judgments] or [("q0", "d", 0)])
+    index = QrelsIndex(ndcg_plugin.read(qrels, "qrels"))
+    spec = Spec("ndcg", variant, cutoff)
+    fast = ndcg.FAMILY._idcg(index, spec)
+    general = ndcg.ideal_dcg(index.key_q, ndcg.gain_of(index.rel, spec), cutoff, index.nq)
+    assert fast.view(np.int64).tolist() == general.view(np.int64).tolist()

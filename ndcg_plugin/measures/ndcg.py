@@ -122,6 +122,29 @@ def ideal_dcg(q: Any, gain: Any, cutoff: int | None, nq: int) -> Any:
     return np.bincount(qs[keep], weights=gs[keep] / np.log2(rank[keep] + 2.0), minlength=nq)
 
 
+def ideal_by_label(q: Any, rel: Any, cutoff: int | None) -> tuple[Any, Any, Any]:
+    """(query code, label, rank) of each label > 0 that ranks within ``cutoff`` in its query's
+    ideal ranking, in rank order: what :func:`ideal_dcg` sorts, found once for every variant whose
+    gain rises with the label (each variant's IDCG is then one weighted count over these rows,
+    the same sums in the same order as its own sort of gains would give)."""
+    from ..ranking import group_ranks
+    np = _np()
+    positive = rel > 0
+    q, rel = q[positive], rel[positive]
+    top = int(rel.max()) if len(rel) else 0
+    order = np.argsort(q.astype(np.int64) * (top + 1) + (top - rel), kind="stable")
+    qs, rs = q[order], rel[order]
+    rank = group_ranks(qs)
+    if cutoff is not None:
+        keep = rank < cutoff
+        qs, rs, rank = qs[keep], rs[keep], rank[keep]
+    return qs, rs, rank
+
+
+#: labels up to this go through ideal_by_label (2^rel - 1 is then finite and rises with rel)
+_LABEL_ORDER_MAX = 1000
+
+
 class NDCGFamily(Family):
     """NDCG_lin and NDCG_exp: one computation, the gain as the variant."""
     name = "ndcg"
@@ -175,11 +198,21 @@ class NDCGFamily(Family):
         if spec.ideal == "run":
             idcg = ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
         else:
-            idcg = index.memo(("ndcg ideal", spec.variant, spec.gains, spec.cutoff),
-                              lambda: ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq))
+            idcg = index.memo(("ndcg ideal", spec.variant, spec.gains, spec.cutoff), lambda: self._idcg(index, spec))
             idcg = idcg[ranked.codes]
         with np.errstate(divide="ignore", invalid="ignore"):
             return Values(np.where(idcg > 0, dcg / idcg, 0.0))
+
+    @staticmethod
+    def _idcg(index, spec: Spec):
+        """IDCG per qrels query: from the ideal order by label shared by the variants (both gains
+        rise with the label) when no label's gain is overridden, else by :func:`ideal_dcg`."""
+        np = _np()
+        if spec.gains or not len(index.rel) or int(index.rel.max()) > _LABEL_ORDER_MAX:
+            return ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq)
+        qs, rs, rank = index.memo(("ndcg ideal order", spec.cutoff),
+                                  lambda: ideal_by_label(index.key_q, index.rel, spec.cutoff))
+        return np.bincount(qs, weights=gain_of(rs, spec) / np.log2(rank + 2.0), minlength=index.nq)
 
     def spark(self, spec: Spec, ctx):
         """DCG over the run's rows in rank order, IDCG over the ideal ranking of the qrels' (or the
