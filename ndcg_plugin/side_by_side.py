@@ -48,6 +48,7 @@ from .stream import complete_queries
 
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
 WORKERS = 2  # blocks evaluated at once: numpy and Arrow release the GIL for most of a block's work
+PIECE_ROWS = 300_000  # a block of more rows (a --block-size above the default) is evaluated in halves
 
 
 class Unsorted(Exception):
@@ -283,21 +284,25 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
             close()
 
 
-def _run_prepared(parts: Iterator[Parsed]) -> Iterator[tuple]:
-    """(block, its group codes, its doc ids' fingerprints) for each block of whole queries, made on
-    a reading thread; the ids are hashed once, for the duplicate check and the qrels lookups."""
-    for part in parts:
-        if len(part) == 0:
-            yield part, None, None
-        else:
-            yield part, group_codes(part.query_id), fingerprints(part.doc_id)
+def _halves(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
+    """A block of whole queries (each one run of rows) with its group codes, cut in two at a query
+    boundary when it holds more than ``PIECE_ROWS`` rows: the pieces evaluated at once then hold
+    about one block's rows, whatever the block size."""
+    codes, uniques, sizes = groups
+    if len(part) <= PIECE_ROWS or len(sizes) < 2:
+        return [(part, groups)]
+    k = len(sizes) // 2
+    at = int(np.sum(sizes[:k]))
+    return [(_slice(part, 0, at), (codes[:at], uniques.slice(0, k), sizes[:k])),
+            (_slice(part, at, len(part)), (codes[at:] - codes.dtype.type(k), uniques.slice(k), sizes[k:]))]
 
 
-def _block(mine: tuple, part: Parsed, groups: tuple, doc_fp: np.ndarray, run_source: str, specs: list,
-           counts: list, duplicates: str) -> tuple:
+def _block(mine: tuple, part: Parsed, groups: tuple, run_source: str, specs: list, counts: list,
+           duplicates: str) -> tuple:
     """One block of whole queries against the qrels of its queries (``mine``: the rows, their group
     codes and doc fingerprints): (the qrels' query ids, every spec's values), or the duplicate
     policy's InputError. Runs on a worker thread."""
+    doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
     index = QrelsIndex(mine[0], groups=mine[1], doc_fp=mine[2])
     q_map = index.code_of(groups[1])
     # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
@@ -326,25 +331,27 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     inflight: deque = deque()
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
         try:
-            for part, groups, doc_fp in read_ahead(_run_prepared(complete_queries(run_pieces)), depth=1):
+            for whole in complete_queries(run_pieces):
                 any_rows = True
-                if len(part) == 0:
+                if len(whole) == 0:
                     continue  # a run with no result line: its qrels queries are evaluated at the end
-                if not _one_run_each(groups[0]):
+                whole_groups = group_codes(whole.query_id)
+                if not _one_run_each(whole_groups[0]):
                     raise Unsorted()  # a query's rows in two places: not grouped by query
                 if order is None:
-                    order = qrels.order = _Order.of(groups[1], qrels.first_ids())
-                keys = order.keys(groups[1])
+                    order = qrels.order = _Order.of(whole_groups[1], qrels.first_ids())
+                keys = order.keys(whole_groups[1])
                 if not order.increasing(keys, last):
                     raise Unsorted()
-                last = keys[len(keys) - 1]
-                mine = qrels.through(last)
-                if pending_error is not None:
-                    continue  # only parse on: a bad line later in the run is reported first
-                inflight.append(pool.submit(_block, mine, part, groups, doc_fp, run_source, specs, counts,
-                                            duplicates))
-                while len(inflight) >= WORKERS or (inflight and inflight[0].done()):
-                    pending_error = _collect(inflight.popleft(), sink, pending_error)
+                last, seen = keys[len(keys) - 1], 0
+                for part, groups in _halves(whole, whole_groups):
+                    seen += len(groups[1])
+                    mine = qrels.through(keys[seen - 1])
+                    if pending_error is not None:
+                        continue  # only parse on: a bad line later in the run is reported first
+                    inflight.append(pool.submit(_block, mine, part, groups, run_source, specs, counts, duplicates))
+                    while len(inflight) >= WORKERS or (inflight and inflight[0].done()):
+                        pending_error = _collect(inflight.popleft(), sink, pending_error)
             while inflight:
                 pending_error = _collect(inflight.popleft(), sink, pending_error)
         except InputError as e:  # the run's bad line: the qrels are read to their end first, for theirs

@@ -106,7 +106,9 @@ class RunFile:
         self.source = source_name(path, "<stream>")
         pieces = sources.pieces(path, "run", self.source, run_format, block_bytes, progress, columns)
         self.path = ParquetSource(os.fspath(path), columns) if columns is not None else path
-        self.blocks: ReadAhead | None = ReadAhead(pieces)
+        # one parsed block waits while the next is parsed: a deeper queue only holds more memory
+        # (the side by side's workers hold blocks of their own; measured in docs/performance-logs.md)
+        self.blocks: ReadAhead | None = ReadAhead(pieces, depth=1)
 
     def take_blocks(self) -> ReadAhead:
         """The parsed blocks (once)."""
