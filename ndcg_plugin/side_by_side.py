@@ -284,7 +284,7 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
             close()
 
 
-def _halves(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
+def halves(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
     """A block of whole queries (each one run of rows) with its group codes, cut in two at a query
     boundary when it holds more than ``PIECE_ROWS`` rows: the pieces evaluated at once then hold
     about one block's rows, whatever the block size."""
@@ -344,7 +344,7 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
                 if not order.increasing(keys, last):
                     raise Unsorted()
                 last, seen = keys[len(keys) - 1], 0
-                for part, groups in _halves(whole, whole_groups):
+                for part, groups in halves(whole, whole_groups):
                     seen += len(groups[1])
                     mine = qrels.through(keys[seen - 1])
                     if pending_error is not None:

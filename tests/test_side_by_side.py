@@ -198,8 +198,8 @@ def test_blocks_cut_in_halves_print_what_whole_blocks_print(monkeypatch, tmp_pat
     (tmp_path / "r").write_text("".join(f"u{i:03d} Q0 d{(j * 7 + i) % 6} {j + 1} {10 - j // 2} t\n"
                                         for i in range(40) for j in range(5)))
     halves = []
-    real = side_by_side._halves
-    monkeypatch.setattr(side_by_side, "_halves", lambda *a: halves.append(len(real(*a))) or real(*a))
+    real = side_by_side.halves
+    monkeypatch.setattr(side_by_side, "halves", lambda *a: halves.append(len(real(*a))) or real(*a))
     args = ["eval", "-q", "-p", "-1", str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES]
     whole = run_cli(*args[:1], "--block-size", "0", *args[1:])
     monkeypatch.setattr(side_by_side, "PIECE_ROWS", 3)
