@@ -94,6 +94,49 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None =
     return out
 
 
+#: rows per block of :func:`compute_in_blocks` (a streamed text block's rows), blocks evaluated at once
+BLOCK_ROWS = 1 << 18
+WORKERS = 2
+
+
+def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tuple | None = None) -> dict[Spec, Values]:
+    """:func:`compute` of a whole run in memory (a DataFrame, or the reader's columns), cut into
+    blocks of whole queries of about ``BLOCK_ROWS`` rows, ``WORKERS`` evaluated at once: the
+    values of one block of the whole run, since each query's rows stay in one block (a run not
+    grouped by query is evaluated as one block). Smaller blocks keep each step's arrays in cache
+    and numpy releases the GIL in most of a block's work. Run queries absent from the qrels are
+    reported once, as :func:`compute` reports them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .columns import columns_of, group_codes
+    from .reading.formats import LAYOUTS
+    from .reading.lines import Parsed
+    specs = list(dict.fromkeys(specs))
+    qids, docs, score = columns_of(run, "score")
+    if len(score) <= BLOCK_ROWS:
+        return compute(index, run, specs, groups=groups)
+    codes, uniques, sizes = groups if groups is not None else group_codes(qids)
+    if np.any(codes[1:] < codes[:-1]):
+        return compute(index, run, specs, groups=(codes, uniques, sizes))  # not grouped by query
+    ends = np.cumsum(sizes)
+    cuts = np.unique(np.searchsorted(ends, np.arange(BLOCK_ROWS, int(ends[-1]), BLOCK_ROWS), side="left") + 1)
+    bounds = [0, *[int(c) for c in cuts if c < len(sizes)], len(sizes)]  # query positions where blocks start
+    counts: list = []
+
+    def block(lo: int, hi: int) -> Block:
+        a, b = int(ends[lo - 1]) if lo else 0, int(ends[hi - 1])
+        piece = Parsed(LAYOUTS["trec"], qids.slice(a, b - a), docs.slice(a, b - a), score[a:b], None)
+        return compute_block(index, piece, specs, counts, (codes[a:b] - codes.dtype.type(lo),
+                                                           uniques.slice(lo, hi - lo), sizes[lo:hi]))
+
+    out = empty_values(index, specs)
+    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
+        for result in pool.map(block, bounds[:-1], bounds[1:]):
+            scatter(out, result)
+    ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    return out
+
+
 @dataclass
 class QueryTrace:
     """One query as :func:`compute` ranks and scores it, row by row (for ``explain``). Rows are

@@ -151,7 +151,7 @@ def engine_values(index, run, measures: Iterable, groups: tuple | None = None, d
         from .stream import compute_file
         results = compute_file(index, run, specs.values(), duplicates=duplicates)
     else:
-        results = engine.compute(index, run, specs.values(), groups=groups)
+        results = engine.compute_in_blocks(index, run, specs.values(), groups=groups)
     return {m: results[s] for m, s in specs.items()}
 
 

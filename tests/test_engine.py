@@ -8,7 +8,7 @@ from math import log2
 
 import ir_measures
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ndcg_plugin
@@ -262,3 +262,41 @@ def test_ideal_dcg_from_the_shared_label_order_equals_the_sort_of_gains(rows, cu
     fast = ndcg.FAMILY._idcg(index, spec)
     general = ndcg.ideal_dcg(index.key_q, ndcg.gain_of(index.rel, spec), cutoff, index.nq)
     assert fast.view(np.int64).tolist() == general.view(np.int64).tolist()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 9), st.integers(0, 4)), max_size=120),
+       st.lists(st.tuples(st.integers(0, 14), st.integers(0, 9), st.sampled_from([0.5, 1.0, 2.0, 3.5])), min_size=8,
+                max_size=150),
+       st.integers(1, 12), st.sampled_from([True, True, True, False]))
+def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, rows, block_rows, grouped):
+    # engine.compute_in_blocks (blocks of whole queries, on worker threads) against engine.compute
+    # (the whole run as one block), bit for bit, for every family and the variants that rank
+    # differently (judged_only, ideal='run', ties='average')
+    import numpy as np
+
+    from ndcg_plugin import engine
+    from ndcg_plugin.measures import spec_of
+    from ndcg_plugin.qrels_index import QrelsIndex
+
+    qrels = ndcg_plugin.read(qrels_df(list({(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", r)
+                                            for q, d, r in judgments}.values()) or [("q0", "d0", 1)]), "qrels")
+    pairs = list({(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", s) for q, d, s in rows}.values()) or [("q1", "d1", 1.0)]
+    if grouped:
+        pairs.sort(key=lambda r: r[0])
+    run = ndcg_plugin.read(run_df(pairs), "run")
+    measures = [NDCG_lin @ 3, NDCG_exp @ 5, HitRate @ 2, HitRate_item @ 3, MRR_zero @ 2, MRR_ignore @ 4,
+                NDCG_lin(ideal="run") @ 4, NDCG_exp(judged_only=True) @ 3, MRR_zero(ties="average") @ 3]
+    specs = [spec_of(m) for m in measures]
+    index = QrelsIndex(qrels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = engine.compute(index, run, specs, counts=[])
+        monkeypatch.setattr(engine, "BLOCK_ROWS", block_rows)
+        blocks = engine.compute_in_blocks(index, run, specs)
+    for spec in specs:
+        for a, b in ((whole[spec].values, blocks[spec].values), (whole[spec].hits, blocks[spec].hits),
+                     (whole[spec].returned, blocks[spec].returned)):
+            if a is not None:
+                assert np.asarray(a, dtype=np.float64).view(np.int64).tolist() == \
+                    np.asarray(b, dtype=np.float64).view(np.int64).tolist()
