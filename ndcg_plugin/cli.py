@@ -21,8 +21,7 @@ from .errors import DatasetError, InputError, UsageError
 from .evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
 from .formatting import SUMMARY_QID, EvalWriter
 from .measures import examples, parse_measures, registry, same_as_builtin
-from .terminal import CheckedOutput as _Checked
-from .terminal import OutputError, ProgressBar, leave_stdout, say
+from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
 from .trec_eval_check import crosscheck as run_crosscheck
 from .trec_eval_check import default_measures, format_rows
 
@@ -362,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("error: standard output is closed: nothing could be written")
         return 2
     original_format, original_stdout = warnings.formatwarning, sys.stdout
-    sys.stdout = _Checked(original_stdout)
+    sys.stdout = CheckedOutput(original_stdout)
     try:
         with warnings.catch_warnings():
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
