@@ -12,6 +12,7 @@ would make a search ambiguous: then the index answers through Arrow's exact look
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -93,7 +94,7 @@ class QrelsIndex:
         self.qid_values, row_q = _sorted_codes(qids, groups)
         self._qids: np.ndarray | None = None
         self._memo: dict = {}
-        self._q_search: tuple | None = None  # (sorted query fingerprints, their codes), on first use
+        self._memo_lock = threading.RLock()
         self._shift = 64 - max(len(self.qid_values) - 1, 1).bit_length()  # doc fingerprint bits below the code
         keys = self._pair_keys(row_q, fingerprints(docs) if doc_fp is None else doc_fp)
         order = np.argsort(keys, kind="stable")
@@ -116,10 +117,12 @@ class QrelsIndex:
 
     def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()``, once per ``key`` for this index (a family's per-query arrays that depend
-        on the qrels alone, such as an ideal DCG)."""
-        if key not in self._memo:
-            self._memo[key] = compute()
-        return self._memo[key]
+        on the qrels alone, such as an ideal DCG), also when threads ask at once (``compute``
+        may itself ask the memo)."""
+        with self._memo_lock:  # blocks evaluated at once on threads share the index: computed once
+            if key not in self._memo:
+                self._memo[key] = compute()
+            return self._memo[key]
 
     def _pair_keys(self, q: np.ndarray, doc_fp: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
@@ -139,11 +142,7 @@ class QrelsIndex:
             method = "hash" if self.exact or self.nq <= 4 * len(values) else "search"
         if method == "hash":
             return to_numpy(pc.index_in(values, value_set=self.qid_values), null=-1).astype(np.int64)
-        if self._q_search is None:
-            fp = fingerprints(self.qid_values)
-            order = np.argsort(fp, kind="stable")
-            self._q_search = (fp[order], order)
-        q_fp, q_order = self._q_search
+        q_fp, q_order = self.memo(("query search",), self._query_search)
         if bool(np.any(q_fp[1:] == q_fp[:-1])):  # two query ids with one fingerprint: ambiguous
             return self.code_of(values, "hash")
         fp = fingerprints(values)
@@ -156,6 +155,12 @@ class QrelsIndex:
         ok = _confirmed(values, rows, self.qid_values, found)
         codes[rows[ok]] = found[ok]
         return codes
+
+    def _query_search(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the query ids' fingerprints sorted, the code of each), for :meth:`code_of`'s searches."""
+        fp = fingerprints(self.qid_values)
+        order = np.argsort(fp, kind="stable")
+        return fp[order], order
 
     def labels(self, q: np.ndarray, docs: pa.ChunkedArray,
                doc_fp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

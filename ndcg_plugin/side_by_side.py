@@ -9,9 +9,10 @@ as the run is), those qrels rows are indexed on their own (a small
 go to an aggregator (:class:`ndcg_plugin.aggregate.Aggregates`); qrels queries the run lacks
 are evaluated as the in-memory engine evaluates them (no row), in the block that passes them.
 
-The work is spread over threads, since numpy and Arrow release the GIL for most of it: each
-file's reading thread also finds its blocks' group codes and doc fingerprints (and, for the qrels,
-applies the duplicate policy), and ``WORKERS`` blocks are evaluated at once, their values handed
+The work is spread over threads, since numpy and Arrow release the GIL for most of it: the
+qrels' reading thread also finds their blocks' group codes and doc fingerprints and applies the
+duplicate policy; the main thread finds the run's group codes (its order checks need them) and
+hands each block to one of ``WORKERS`` threads, which evaluate blocks at once; their values go
 to the aggregator in the run's order (so that per-query output and the first error reported are
 those of one block at a time; tests compare the two).
 
@@ -135,13 +136,13 @@ def _slice(p: Parsed, lo: int, hi: int) -> Parsed:
 
 
 class _Prepared:
-    """A qrels block as the reading thread hands it over: the parsed rows (``raw``), their group
-    codes, and the rows kept under the duplicate policy with their group codes and doc ids'
+    """A qrels block as the reading thread hands it over: the group codes of its parsed rows, and
+    the rows kept under the duplicate policy with their group codes and doc ids'
     fingerprints, or the policy's error (raised by the consumer, after the later blocks are
     parsed for a bad line)."""
 
     def __init__(self, raw: Parsed, duplicates: str, source: str):
-        self.raw, self.groups = raw, group_codes(raw.query_id)
+        self.groups = group_codes(raw.query_id)
         self.kept, self.kept_groups, self.doc_fp, self.error = raw, self.groups, None, None
         if not _one_run_each(self.groups[0]):
             return  # the consumer declines the side by side for this block
