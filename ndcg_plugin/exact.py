@@ -43,6 +43,25 @@ def split(values: Any) -> tuple[Any, Any, Any, Any]:
     return shift, hi, mid, lo
 
 
+def split_sums(values: Any) -> list[tuple[int, int, int, int, int]]:
+    """(E, sum of hi, sum of mid, sum of lo, how many) for each E among the values' :func:`split`, a
+    numpy array of finite doubles (at most 2^35), summed a slice at a time (the temporaries stay in
+    cache); exact (each sum stays below 2^53 in float64). What :meth:`ExactSum.add_parts` takes."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError("an exact sum takes finite values only")
+    sums = np.zeros((4, 2047))  # per E (0..2046): the sums of hi, mid, lo, and the count
+    for start in range(0, len(values), _SLICE):
+        shift, *pieces = split(values[start: start + _SLICE])
+        for row, piece in zip(sums, pieces, strict=False):
+            row += np.bincount(shift, weights=piece, minlength=2047)
+        sums[3] += np.bincount(shift, minlength=2047)
+    return [(int(e), int(sums[0, e]), int(sums[1, e]), int(sums[2, e]), int(sums[3, e]))
+            for e in np.flatnonzero(sums[3])]
+
+
 class ExactSum:
     """The exact sum of the values added (in units of 2^-1074) and how many there were."""
 
@@ -51,20 +70,8 @@ class ExactSum:
         self.count = 0
 
     def add(self, values: Any) -> ExactSum:
-        """Add a numpy array of finite doubles (at most 2^35 per call), a slice at a time (the
-        temporaries stay in cache)."""
-        import numpy as np
-
-        values = np.asarray(values, dtype=np.float64)
-        if not np.isfinite(values).all():
-            raise ValueError("an exact sum takes finite values only")
-        sums = np.zeros((3, 2047))  # per E (0..2046): the sums of hi, mid, lo, exact in float64
-        for start in range(0, len(values), _SLICE):
-            shift, *pieces = split(values[start: start + _SLICE])
-            for row, piece in zip(sums, pieces, strict=True):
-                row += np.bincount(shift, weights=piece, minlength=2047)
-        nonzero = np.flatnonzero(np.any(sums != 0, axis=0))
-        self.add_parts(((int(e), int(sums[0, e]), int(sums[1, e]), int(sums[2, e])) for e in nonzero), len(values))
+        """Add a numpy array of finite doubles (at most 2^35 per call)."""
+        self.add_parts((part[:4] for part in split_sums(values)), len(values))
         return self
 
     def add_value(self, value: float) -> ExactSum:

@@ -457,7 +457,7 @@ def test_the_top_k_plan_gives_what_the_full_plan_gives(spark):
     cases = [_long_case(rng) for _ in range(120)]
     ms = ndcg_plugin.parse_measures(TOP_K_MEASURES)
     assert ndcg_spark.prepare(spark.createDataFrame(cases[0][0]), spark.createDataFrame(cases[0][1]),
-                              ms).strategy == "top_k"
+                              ms, strategy="top_k").strategy == "top_k"
     for measures in (ms, ndcg_plugin.parse_measures(["NDCG_exp@2", "HitRate_item@2", "MRR_ignore@1"])):
         _, fast_agg, fast = _batched(spark, cases, measures, "top_k", parts=3)
         _, full_agg, slow = _batched(spark, cases, measures, "full", parts=3)
@@ -471,19 +471,63 @@ def test_the_top_k_plan_gives_what_the_full_plan_gives(spark):
             assert all(_same(fast[(f"c{i}", q, m)], v) for (q, m), v in local.items())
 
 
-def test_measures_the_top_k_plan_cannot_compute_take_the_full_plan(spark):
+def _laid_out(spark, run: pd.DataFrame, layout: str):
+    """The run as Spark holds it: ``grouped`` (sorted by query, cut into 7 partitions of
+    consecutive rows: queries cut at the partitions' edges) or ``spread`` (every query's rows over
+    3 partitions at random)."""
+    if layout == "grouped":
+        rows = run.sort_values("query_id", kind="stable").itertuples(index=False, name=None)
+        return spark.createDataFrame(spark.sparkContext.parallelize(list(rows), 7), list(run.columns))
+    return spark.createDataFrame(run).repartition(3)
+
+
+@pytest.mark.parametrize("layout", ["grouped", "spread"])
+def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout):
+    # the engine plan (the local engine on each partition, only the best rows shipped when every
+    # measure has a cutoff) against Spark SQL's full plan, bit for bit; a grouped run is checked
+    # for repeated pairs in one job, a spread one makes the engine plan ship every row
+    rng = np.random.default_rng(20261126)
+    cases = [_long_case(rng) for _ in range(100)]
+    qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
+    run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
+    for names in (TOP_K_MEASURES, MEASURES):
+        measures = ndcg_plugin.parse_measures(names)
+        got = {}
+        for strategy in ("engine", "full"):
+            ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
+                                    strategy=strategy)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                got[strategy] = (ev.aggregates(), dict(ev.rows()))
+            if strategy == "engine":
+                assert ev._ship_all == (layout == "spread" and names is TOP_K_MEASURES)
+        (agg, rows), (full_agg, full_rows) = got["engine"], got["full"]
+        assert rows.keys() == full_rows.keys() and len(rows) > 300
+        for q, values in rows.items():
+            assert all(_same(a, b) for a, b in zip(values, full_rows[q], strict=True)), q
+        assert all(_same(agg[m], full_agg[m]) for m in measures)
+
+
+def test_measures_the_top_k_plan_cannot_compute_are_refused_by_it_and_ship_every_row_in_the_engine_plan(spark):
     qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
     for m in ["NDCG_lin", "NDCG_lin(judged_only=True)@3", "NDCG_exp(ideal='run')@3", "RR"]:
-        assert ndcg_spark.prepare(qrels, run, ["HitRate@3", m]).strategy == "full", m
+        ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", m])
+        assert ev.strategy == "engine" and "MapInArrow ship" not in _plan_text(ev), m
         with pytest.raises(ValueError, match="strategy='top_k' computes measures with a cutoff"):
             ndcg_spark.prepare(qrels, run, [m], strategy="top_k")
+    ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", "NDCG_exp@10"])
+    assert ev.strategy == "engine" and "MapInArrow ship" in _plan_text(ev)
+
+
+def _plan_text(ev) -> str:
+    return ev.frame()._jdf.queryExecution().executedPlan().toString()
 
 
 def test_the_top_k_plan_keeps_each_partitions_best_rows_before_the_shuffle(spark, capsys):
     qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
-    ndcg_spark.prepare(qrels, run, ["NDCG_exp@10", "HitRate@5"]).frame().explain()
+    ndcg_spark.prepare(qrels, run, ["NDCG_exp@10", "HitRate@5"], strategy="top_k").frame().explain()
     plan = capsys.readouterr().out
     partial = [i for i, line in enumerate(plan.splitlines()) if "WindowGroupLimit" in line and "Partial" in line]
     assert len(partial) == 1 and "row_number(), 10, Partial" in plan.splitlines()[partial[0]]
@@ -566,7 +610,7 @@ def _dup_layouts(spark, tmp_path):
     return layouts, pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
 
 
-@pytest.mark.parametrize("strategy", ["top_k", "full"])
+@pytest.mark.parametrize("strategy", ["engine", "top_k", "full"])
 def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strategy):
     qrels = pd.DataFrame([("u031", "i3", 1), ("u002", "i1", 2), ("u002", "i22", 1)],
                          columns=["query_id", "doc_id", "relevance"])

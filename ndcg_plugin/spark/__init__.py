@@ -60,7 +60,7 @@ def _strategy(specs: list, strategy: str) -> str:
     if strategy == "top_k" and others:
         raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "
                          f"ranking from the qrels; not {', '.join(others)}")
-    return strategy if strategy != "auto" else ("full" if others else "top_k")
+    return strategy if strategy != "auto" else "engine"
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto") -> Evaluation:

@@ -14,7 +14,7 @@ from ..ranking import report_unmatched
 from .session import quiet_pandas
 
 #: how each strategy names itself to the user
-STRATEGIES = ("auto", "top_k", "full")
+STRATEGIES = ("auto", "engine", "top_k", "full")
 
 
 @dataclass
@@ -26,24 +26,33 @@ class Built:
     outputs: list
     duplicates: Any
     discounts: int
+    summed: Any = None   # the engine plan's result rows without a key, summed in its workers
 
 
 class Evaluation:
     """A lazy evaluation of ``measures`` (nothing runs until an action is called). ``strategy``:
-    ``top_k`` (only each query's best rows are shuffled) or ``full`` (every row)."""
+    ``engine`` (the local engine on each partition: :mod:`.partitions`), or the Spark SQL plans
+    ``top_k`` (only each query's best rows are shuffled) and ``full`` (every row)."""
 
     def __init__(self, measures: list, specs: list, run, qrels, strategy: str, files: dict | None = None):
         self.measures, self.strategy, self.files = measures, strategy, dict(files or {})
         self._specs, self._run, self._qrels = specs, run, qrels
         self._persisted = None
         self._checked: dict | None = None
+        self._ship_all = False  # the engine plan ships every row (its first run could not check the run)
         cutoffs = [s.cutoff for _, s in specs if s.cutoff is not None]
         from .plan import DEFAULT_DISCOUNTS
         unbounded = len(cutoffs) < len(specs)
         self._built = self._build(max(cutoffs + [DEFAULT_DISCOUNTS if unbounded else 1]))
 
     def _build(self, table: int) -> Built:
-        from . import duplicates, full, plan, topk
+        from . import duplicates, full, partitions, plan, topk
+        if self.strategy == "engine":
+            cut = not self._ship_all and all(topk.serves(s) for _, s in self._specs)
+            every, summed, outs = partitions.per_query(
+                self._run, self._qrels, self.measures, [s for _, s in self._specs],
+                max(s.cutoff for _, s in self._specs) if cut else None)
+            return Built(every, outs, None, table, summed)
         measure_plan = plan.plan_measures(self._specs, table)
         qrels = plan.check_labels(self._qrels, measure_plan)
         if self.strategy == "top_k":
@@ -93,6 +102,8 @@ class Evaluation:
         from pyspark.sql import functions as F
 
         from .plan import result_rows
+        if by is None and self._built.summed is not None:
+            return self._built.summed
         every = self._built.every.withColumn("query_id", F.col("q").cast("string"))
         return result_rows(every, self._built.outputs, by, self._built.duplicates)
 
@@ -112,10 +123,11 @@ class Evaluation:
         while True:
             with failures.reraise(self.files):
                 rows = self.frame(by).collect()
-            checks = {"unmatched": 0, "run_queries": 0, "need": None, "dup_qrels": None, "dup_run": None}
+            checks = {"unmatched": 0, "run_queries": 0, "need": None, "dup_qrels": None, "dup_run": None,
+                      "unverified": 0}
             sums = [r for r in rows if r["kind"] == "sum"]
             for r in rows:
-                if r["kind"] in ("unmatched", "run_queries"):
+                if r["kind"] in ("unmatched", "run_queries", "unverified"):
                     checks[r["kind"]] = int(r["n"])
                 elif r["kind"] == "need":
                     checks["need"] = r["big"]
@@ -133,6 +145,10 @@ class Evaluation:
             if found is not None:
                 self.unpersist()
                 raise duplicate_error(kind, list(found["pair"]), int(found["n"]), self.files)
+        if checks.get("unverified"):
+            self._ship_all = True  # some query's rows came from several partitions: check them all
+            self._rebuild(self._built.discounts)
+            return True
         if checks["need"] is not None and checks["need"] > self._built.discounts:
             self._rebuild(int(checks["need"]))
             return True

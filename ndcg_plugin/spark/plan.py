@@ -183,7 +183,7 @@ def per_query(rows: DataFrame, plan: Plan, checks: list[Column]) -> DataFrame:
     grouped = rows.groupBy("q").agg(*base, *plan.aggs)
     need = F.greatest(*plan.needs, F.lit(0)) if plan.needs else F.lit(None).cast("int")
     keep = ["q", "has_qrels", "returned", "dup_qrels", "dup_run"]
-    return grouped.select(*keep, need.cast("long").alias("need"), *plan.post)
+    return grouped.select(*keep, need.cast("long").alias("need"), F.lit(False).alias("unverified"), *plan.post)
 
 
 def exact_parts(value: Column) -> list[Column]:
@@ -236,6 +236,7 @@ def result_rows(wide: DataFrame, outputs: list[Output], key: Column | None, extr
             items.append(F.when(has_qrels & v.isNotNull(), _item("sum", i=F.lit(i), part=F.lit(part), v=v)))
     items += [F.when(~has_qrels & (returned > 0), _item("unmatched")), F.when(returned > 0, _item("run_queries")),
               F.when(F.col("need").isNotNull(), _item("need", big=F.col("need"))),
+              F.when(F.col("unverified"), _item("unverified")),
               F.when(F.col("dup_qrels").isNotNull(), _item("dup_qrels", example=F.col("dup_qrels"))),
               F.when(F.col("dup_run").isNotNull(), _item("dup_run", example=F.col("dup_run")))]
     keyed = key if key is not None else F.lit(None)
@@ -259,4 +260,5 @@ def observed(wide: DataFrame) -> list[Column]:
     has_qrels, returned = F.col("has_qrels"), F.col("returned")
     return [F.count(F.when(~has_qrels & (returned > 0), True)).alias("unmatched"),
             F.count(F.when(returned > 0, True)).alias("run_queries"), F.max("need").alias("need"),
-            F.min("dup_qrels").alias("dup_qrels"), F.min("dup_run").alias("dup_run")]
+            F.min("dup_qrels").alias("dup_qrels"), F.min("dup_run").alias("dup_run"),
+            F.count(F.when(F.col("unverified"), True)).alias("unverified")]

@@ -1,0 +1,111 @@
+"""The engine plan: one shuffle by query id, then the local engine evaluates each partition's
+queries, so that every per-query value is the local engine's own (the same code computes it).
+
+1. With a largest cutoff K (every measure has one, ranks the whole run with the qrels' ideal
+   ranking: :func:`.topk.serves`), each input partition of the run keeps what can matter
+   (:func:`.worker.shipped_rows`: the K best rows of each query in the partition, and every row of
+   the queries at the edges of its file splits, of repeated pairs), in a Python worker; with no
+   K, every row goes;
+2. those rows and the qrels rows are hash-partitioned by query id together (the one exchange);
+3. each partition, in a Python worker, is checked for repeated pairs (exactly) and evaluated by
+   :func:`ndcg_plugin.engine.compute` (:func:`.worker.evaluated`): one row per query, the per-query
+   table :mod:`.plan` builds its exact sums and checks from.
+
+The executors' Python must import ndcg_plugin (the driver's environment, in local mode; on a
+cluster, install it there as any library a Python UDF uses). A query the first step could not
+prove free of repeated pairs (rows of one query spread over several partitions, in the middle of
+each: a run not grouped by query) makes the evaluation run again with every row shipped
+(:class:`.jobs.Evaluation` does it), so the check is exact whatever the layout.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
+from .failures import MARK
+from .plan import Output
+from .worker import CAND, QRELS, WHOLE, wide_schema
+
+
+def outputs(measures: list) -> list[Output]:
+    """Each measure's per-query columns, from its aggregator: a micro average (item-level) sums
+    hits and den, a mean that leaves misses out takes NULL as "no value"; another is refused."""
+    out = []
+    for i, m in enumerate(measures):
+        agg = array_aggregator(m)
+        if isinstance(agg, MicroAgg):
+            out.append(Output(str(m), f"v{i}", f"hits{i}", f"n{i}"))
+        elif agg is not None:
+            out.append(Output(str(m), f"v{i}", ignore=isinstance(agg, NanSkipMeanAgg)))
+        else:
+            raise ValueError(f"the Spark engine sums each measure's values exactly; {m} has an aggregator it does "
+                             f"not know ({type(m.aggregator()).__name__})")
+    return out
+
+
+def _shipped(k: int):
+    """The function of the first step, defined here so that the executors unpickle a closure over K."""
+    def ship(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from ndcg_plugin.spark.worker import shipped_rows
+        got = [b for b in batches if b.num_rows]
+        if got:
+            yield from shipped_rows(pa.Table.from_batches(got), k, TaskContext.get().partitionId()).to_batches()
+    return ship
+
+
+def _evaluate(specs: list, outs: list, summed: bool):
+    """The function of the last step: per-query rows, or with ``summed`` their partial sums."""
+    def evaluate(batches):
+        import pyarrow as pa
+
+        from ndcg_plugin.spark.worker import evaluated, sums
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        try:
+            result = evaluated(pa.Table.from_batches(got), specs, outs)
+            if summed:
+                result = sums(result, outs)
+        except ValueError as e:  # the local engine's refusal (e.g. a label its gain cannot take), marked
+            raise ValueError(MARK + str(e)) from None
+        yield from result.to_batches()
+    return evaluate
+
+
+def _ids(df: DataFrame) -> str:
+    return f"q {df.schema['q'].dataType.simpleString()}, d {df.schema['d'].dataType.simpleString()}"
+
+
+def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
+              k: int | None) -> tuple[DataFrame, DataFrame, list]:
+    """The per-query table (:func:`.worker.wide_schema`), the same reduced to the rows of
+    :func:`.plan.result_rows` without a key (each partition's exact partial sums, grouped), and the
+    measures' outputs. ``run`` (q, d, s) and ``qrels`` (q, d, lab) have the same id types
+    (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from .worker import SUMS
+    outs = outputs(measures)
+    shuffled = f"{_ids(run)}, s double, lab bigint, tag int, pid int"
+    if k is None:
+        rows = run.select("q", "d", "s", F.lit(None).cast("long").alias("lab"), F.lit(WHOLE).alias("tag"),
+                          F.lit(0).alias("pid"))
+    else:
+        split = F.xxhash64(F.input_file_name(), F.input_file_block_start())
+        rows = run.select("q", "d", "s", split.alias("split")).mapInArrow(_shipped(k), shuffled)
+    judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
+                          F.lit(QRELS).alias("tag"), F.lit(None).cast("int").alias("pid"))
+    together = rows.unionByName(judged).repartition("q")
+    wide = together.mapInArrow(_evaluate(specs, outs, False), from_arrow_schema(wide_schema(outs)))
+    parts = together.mapInArrow(_evaluate(specs, outs, True), from_arrow_schema(SUMS))
+    summed = parts.groupBy("kind", "key", "i", "part", "shift").agg(
+        F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.sum("n").alias("n"),
+        F.max("big").alias("big"), F.min("example").alias("example"))
+    return wide, summed, outs
+
+
+__all__ = ["per_query", "outputs", "CAND", "WHOLE", "QRELS"]

@@ -1,0 +1,233 @@
+"""What the engine plan (:mod:`.partitions`) runs in Spark's Python workers: Arrow tables in,
+Arrow tables out, numpy and the local engine in between (no pyspark here, so that it is tested
+without a Spark session).
+
+Before the shuffle, :func:`shipped_rows` takes one input partition of the run (columns q, d, s
+and ``split``, a number per file split) and keeps what the shuffle must carry:
+
+- the rows that can rank within the largest cutoff K in this partition (:func:`ranking.candidates`:
+  each query's K best scores, ties at the K-th included), tagged :data:`CAND`: a query's K best
+  rows over the whole run are among the union of these over the partitions;
+- every row of the queries whose rows here all lie in the first or last run of rows of a file
+  split (a query a grouped run continues in the next split or partition), tagged :data:`WHOLE`;
+- every row of a (query, doc) pair repeated within the partition (found exactly, by
+  :func:`ndcg_plugin.reading.duplicates.mask_of`), so that the evaluation sees the repeat.
+
+Every shipped row carries its partition. After the shuffle, :func:`evaluated` has all the rows of
+a query that were shipped, and its qrels. A repeated pair of the run lies within one partition
+(seen there), or across partitions: then both copies were shipped when the query was WHOLE in
+each, and the check is exact; a query that came from several partitions with CAND rows cannot be
+checked and is flagged ``unverified`` (the plan then runs again with every row shipped). A run
+grouped by query never has such a query.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: tags of the shuffled rows
+CAND, WHOLE, QRELS = 0, 1, 2
+
+EXAMPLE = pa.struct([("pair", pa.list_(pa.string())), ("n", pa.int64())])
+
+
+def strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """Ids as Arrow strings: integer ids as their decimal strings (Spark's cast to string)."""
+    if isinstance(col, pa.Array):
+        col = pa.chunked_array([col], type=col.type)
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return col
+    return pc.cast(col, pa.string())
+
+
+def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
+    """The rows of one input partition of the run (q, d, s, split) that go to the shuffle, as
+    (q, d, s, lab, tag, pid): see the module's docstring."""
+    from ..columns import group_codes
+    from ..ranking import candidates
+    from ..reading.duplicates import mask_of
+    n = table.num_rows
+    qs, ds = strings(table.column("q")), strings(table.column("d"))
+    score = table.column("s").to_numpy()
+    split = table.column("split").to_numpy()
+    codes, _, sizes = group_codes(qs)
+    new_split = np.ones(n, dtype=bool)
+    new_split[1:] = split[1:] != split[:-1]
+    new_run = new_split.copy()
+    new_run[1:] |= codes[1:] != codes[:-1]
+    starts = np.flatnonzero(new_run)
+    run_of_row = np.cumsum(new_run) - 1
+    first_runs = run_of_row[np.flatnonzero(new_split)]
+    edge = np.zeros(len(starts), dtype=bool)
+    edge[first_runs] = True
+    edge[np.append(first_runs[1:] - 1, len(starts) - 1)] = True       # the last run of each split
+    inner = np.bincount(codes[starts][~edge], minlength=len(sizes))
+    whole = (inner == 0)[codes]
+    keep = whole.copy()
+    top = candidates(codes, score, k, False, sizes)
+    if top is None:
+        keep[:] = True
+    else:
+        keep[top] = True
+    repeated = mask_of(qs, ds, q_codes=codes)
+    if repeated is not None:
+        keep |= repeated
+    rows = pa.array(np.flatnonzero(keep))
+    m = len(rows)
+    return pa.table({"q": table.column("q").take(rows), "d": table.column("d").take(rows),
+                     "s": table.column("s").take(rows), "lab": pa.nulls(m, pa.int64()),
+                     "tag": pa.array(np.where(whole[rows.to_numpy()], WHOLE, CAND).astype(np.int32)),
+                     "pid": pa.array(np.full(m, pid, dtype=np.int32))})
+
+
+def _examples(qids: pa.ChunkedArray, docs: pa.ChunkedArray, mask: np.ndarray | None) -> dict:
+    """{query id: (the smallest repeated (query, doc) pair of that query, its count)}."""
+    if mask is None:
+        return {}
+    rows = pa.array(np.flatnonzero(mask))
+    counts = Counter(zip(qids.take(rows).to_pylist(), docs.take(rows).to_pylist(), strict=True))
+    best: dict = {}
+    for (q, d), c in counts.items():
+        if q not in best or [q, d] < best[q][0]:
+            best[q] = ([q, d], c)
+    return best
+
+
+def _example_column(qids: list, found: dict) -> pa.Array:
+    if not found:
+        return pa.nulls(len(qids), EXAMPLE)
+    return pa.array([{"pair": found[q][0], "n": found[q][1]} if q in found else None for q in qids], type=EXAMPLE)
+
+
+def _unverified(run_codes: np.ndarray, nq: int, tag: np.ndarray, pid: np.ndarray) -> np.ndarray:
+    """Per run query: shipped from several partitions, some of them with only its best rows."""
+    cut = np.bincount(run_codes, weights=(tag == CAND), minlength=nq) > 0
+    if not cut.any():
+        return cut
+    pids = pid.astype(np.int64)
+    low, span = int(pids.min()), int(pids.max() - pids.min()) + 1
+    pairs = np.unique(run_codes.astype(np.int64) * span + (pids - low))   # (query, partition) once each
+    partitions = np.bincount(pairs // span, minlength=nq)
+    return (partitions > 1) & cut
+
+
+def wide_schema(outputs: list) -> pa.Schema:
+    """The per-query table :func:`evaluated` returns (that of :func:`..plan.per_query`, plus
+    ``unverified``), for ``outputs`` (:class:`..plan.Output`)."""
+    fields = [("q", pa.string()), ("has_qrels", pa.bool_()), ("returned", pa.int64()), ("dup_qrels", EXAMPLE),
+              ("dup_run", EXAMPLE), ("need", pa.int64()), ("unverified", pa.bool_())]
+    for o in outputs:
+        fields.append((o.value, pa.float64()))
+        if o.hits is not None:
+            fields += [(o.hits, pa.float64()), (o.den, pa.float64())]
+    return pa.schema(fields)
+
+
+def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
+    """One row per query of a shuffled partition (q, d, s, lab, tag, pid): its values by the
+    local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
+    that could not be checked), in :func:`wide_schema`."""
+    import warnings
+
+    from .. import engine
+    from ..columns import group_codes
+    from ..qrels_index import QrelsIndex
+    from ..reading.duplicates import mask_of
+    from ..reading.formats import LAYOUTS
+    from ..reading.lines import Parsed
+    tag = table.column("tag").to_numpy(zero_copy_only=False)
+    is_qrels = pa.array(tag == QRELS)
+    qt, rt = table.filter(is_qrels), table.filter(pc.invert(is_qrels))
+    qrels = Parsed(LAYOUTS["trec"], strings(qt.column("q")), strings(qt.column("d")),
+                   qt.column("lab").to_numpy(), None)
+    run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
+                 rt.column("s").to_numpy(), None)
+    dup_qrels = _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id))
+    dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
+    codes, run_ids, sizes = group_codes(run.query_id)
+    unverified = _unverified(codes, len(sizes), rt.column("tag").to_numpy(), rt.column("pid").to_numpy())
+    columns: dict[str, Any] = {}
+    if len(qrels):
+        index = QrelsIndex(qrels)
+        nq = index.nq
+        q_of_run = index.code_of(run_ids)
+        with warnings.catch_warnings():   # unmatched run queries are counted by the plan, not warned of here
+            warnings.simplefilter("ignore")
+            values = (engine.empty_values(index, specs) if dup_qrels or dup_run or not len(run)
+                      else engine.compute(index, run, specs, counts=[]))
+        qids = index.qid_values
+    else:
+        nq, q_of_run, values, qids = 0, np.full(len(sizes), -1), {}, pa.array([], pa.string())
+    only_run = np.flatnonzero(q_of_run < 0)
+    returned = np.zeros(nq, dtype=np.int64)
+    matched = q_of_run >= 0
+    returned[q_of_run[matched]] = sizes[matched]
+    flag = np.zeros(nq, dtype=bool)
+    flag[q_of_run[matched]] = unverified[matched]
+    all_q = pa.concat_arrays([pa.array(qids, pa.string()) if not isinstance(qids, pa.Array) else
+                              qids.cast(pa.string()), run_ids.take(pa.array(only_run)).cast(pa.string())])
+    names = all_q.to_pylist() if dup_qrels or dup_run else []
+    n_only = len(only_run)
+    columns.update({
+        "q": all_q, "has_qrels": pa.array(np.r_[np.ones(nq, bool), np.zeros(n_only, bool)]),
+        "returned": pa.array(np.r_[returned, sizes[only_run]].astype(np.int64)),
+        "dup_qrels": _example_column(names, dup_qrels) if dup_qrels else pa.nulls(len(all_q), EXAMPLE),
+        "dup_run": _example_column(names, dup_run) if dup_run else pa.nulls(len(all_q), EXAMPLE),
+        "need": pa.nulls(len(all_q), pa.int64()),
+        "unverified": pa.array(np.r_[flag, unverified[only_run]])})
+    for spec, o in zip(specs, outputs, strict=True):
+        vals = values.get(spec)
+        for name, arr in ((o.value, None if vals is None else vals.values),
+                          (o.hits, None if vals is None else vals.hits),
+                          (o.den, None if vals is None else vals.returned)):
+            if name is None:
+                continue
+            full = np.full(len(all_q), np.nan)
+            if arr is not None:
+                full[:nq] = np.asarray(arr, dtype=np.float64)
+            columns[name] = pa.array(full, mask=np.isnan(full))
+    return pa.table(columns)
+
+
+#: the rows :func:`sums` returns (those :func:`..plan.result_rows` groups, before they are grouped)
+SUMS = pa.schema([("kind", pa.string()), ("key", pa.string()), ("i", pa.int32()), ("part", pa.string()),
+                  ("shift", pa.int32()), ("hi", pa.int64()), ("mid", pa.int64()), ("lo", pa.int64()),
+                  ("n", pa.int64()), ("big", pa.int64()), ("example", EXAMPLE)])
+
+
+def sums(wide: pa.Table, outputs: list) -> pa.Table:
+    """What :func:`..plan.result_rows` makes of a per-query table (:func:`wide_schema`), without a
+    key: per measure i and part, the exact partial sums of the qrels queries' values per binary
+    exponent (:func:`ndcg_plugin.exact.split_sums`; NULL, "no value", left out), and the
+    validation rows (``unmatched``, ``run_queries``, ``unverified``: n; ``dup_qrels``,
+    ``dup_run``: the smallest example). The partial sums of several partitions add up exactly."""
+    from ..exact import split_sums
+    has = wide.column("has_qrels").to_numpy(zero_copy_only=False)
+    returned = wide.column("returned").to_numpy()
+    out: dict[str, list] = {name: [] for name in SUMS.names}
+
+    def row(kind: str, **given: Any) -> None:
+        for name in SUMS.names:
+            out[name].append(given.get(name))
+        out["kind"][-1] = kind
+
+    for i, o in enumerate(outputs):
+        parts = {"hits": o.hits, "den": o.den} if o.hits is not None else {"value": o.value}
+        for part, column in parts.items():
+            values = wide.column(column).to_numpy(zero_copy_only=False)
+            values = values[has & ~np.isnan(values)]
+            for e, hi, mid, lo, n in split_sums(values):
+                row("sum", i=i, part=part, shift=e, hi=hi, mid=mid, lo=lo, n=n)
+    row("unmatched", n=int(np.count_nonzero(~has & (returned > 0))))
+    row("run_queries", n=int(np.count_nonzero(returned > 0)))
+    row("unverified", n=int(np.count_nonzero(wide.column("unverified").to_numpy(zero_copy_only=False))))
+    for kind in ("dup_qrels", "dup_run"):
+        column = wide.column(kind)
+        found = [x for x in column.to_pylist() if x is not None] if column.null_count < len(column) else []
+        if found:
+            row(kind, example=min(found, key=lambda x: (x["pair"], x["n"])))
+    return pa.table(out, schema=SUMS)
