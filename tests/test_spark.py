@@ -521,7 +521,19 @@ def test_measures_the_top_k_plan_cannot_compute_are_refused_by_it_and_ship_every
 
 
 def _plan_text(ev) -> str:
-    return ev.frame()._jdf.queryExecution().executedPlan().toString()
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ev.frame().explain()
+    return out.getvalue()
+
+
+def test_executors_without_the_package_are_one_clear_line():
+    from ndcg_plugin.spark import failures
+    with pytest.raises(SparkUnavailable, match=r"executors' Python cannot import ndcg_plugin.*strategy='top_k'"):
+        with failures.reraise():
+            raise RuntimeError("PythonException: Traceback ...\nModuleNotFoundError: No module named 'ndcg_plugin'\n")
 
 
 def test_the_top_k_plan_keeps_each_partitions_best_rows_before_the_shuffle(spark, capsys):

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from ..errors import InputError
 
 MARK = "ndcg-plugin input error: "
+_NO_PACKAGE = "No module named 'ndcg_plugin'"
 _MESSAGE = re.compile(re.escape(MARK) + r"(.*?)(?:\n|$)")
 
 
@@ -55,6 +56,12 @@ def reraise(files: dict | None = None) -> Iterator[None]:
     try:
         yield
     except Exception as e:  # pyspark wraps JVM errors in several classes across versions
+        if _NO_PACKAGE in str(e):
+            from .session import SparkUnavailable
+            raise SparkUnavailable(
+                "the Spark executors' Python cannot import ndcg_plugin, which the engine plan runs on each partition: "
+                "install ndcg-plugin in the executors' environment (docs/spark.md: On a cluster), or take a Spark SQL "
+                "plan, prepare(..., strategy='top_k' or 'full')") from None
         found = _MESSAGE.search(str(e))
         if found is None:
             raise
