@@ -97,10 +97,12 @@ def _examples(qids: pa.ChunkedArray, docs: pa.ChunkedArray, mask: np.ndarray | N
     return best
 
 
-def _example_column(qids: list, found: dict) -> pa.Array:
+def _example_column(qids: pa.Array, found: dict) -> pa.Array:
+    """Per query id, its example of :func:`_examples` (NULL for a query without a repeated pair)."""
     if not found:
         return pa.nulls(len(qids), EXAMPLE)
-    return pa.array([{"pair": found[q][0], "n": found[q][1]} if q in found else None for q in qids], type=EXAMPLE)
+    return pa.array([{"pair": found[q][0], "n": found[q][1]} if q in found else None for q in qids.to_pylist()],
+                    type=EXAMPLE)
 
 
 def _unverified(run_codes: np.ndarray, nq: int, tag: np.ndarray, pid: np.ndarray) -> np.ndarray:
@@ -131,8 +133,6 @@ def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
     """One row per query of a shuffled partition (q, d, s, lab, tag, pid): its values by the
     local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
     that could not be checked), in :func:`wide_schema`."""
-    import warnings
-
     from .. import engine
     from ..columns import group_codes
     from ..qrels_index import QrelsIndex
@@ -150,35 +150,25 @@ def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
     dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
     codes, run_ids, sizes = group_codes(run.query_id)
     unverified = _unverified(codes, len(sizes), rt.column("tag").to_numpy(), rt.column("pid").to_numpy())
-    columns: dict[str, Any] = {}
+    values: dict = {}
     if len(qrels):
         index = QrelsIndex(qrels)
-        nq = index.nq
-        q_of_run = index.code_of(run_ids)
-        with warnings.catch_warnings():   # unmatched run queries are counted by the plan, not warned of here
-            warnings.simplefilter("ignore")
-            values = (engine.empty_values(index, specs) if dup_qrels or dup_run or not len(run)
-                      else engine.compute(index, run, specs, counts=[]))
-        qids = index.qid_values
+        nq, q_of_run, qids = index.nq, index.code_of(run_ids), index.qid_values.cast(pa.string())
+        values = (engine.empty_values(index, specs) if dup_qrels or dup_run or not len(run)
+                  else engine.compute(index, run, specs, counts=[]))  # counted: unmatched queries are not warned of
     else:
-        nq, q_of_run, values, qids = 0, np.full(len(sizes), -1), {}, pa.array([], pa.string())
-    only_run = np.flatnonzero(q_of_run < 0)
-    returned = np.zeros(nq, dtype=np.int64)
-    matched = q_of_run >= 0
+        nq, q_of_run, qids = 0, np.full(len(sizes), -1), pa.array([], pa.string())
+    matched, only_run = q_of_run >= 0, np.flatnonzero(q_of_run < 0)
+    returned, flag = np.zeros(nq, dtype=np.int64), np.zeros(nq, dtype=bool)
     returned[q_of_run[matched]] = sizes[matched]
-    flag = np.zeros(nq, dtype=bool)
     flag[q_of_run[matched]] = unverified[matched]
-    all_q = pa.concat_arrays([pa.array(qids, pa.string()) if not isinstance(qids, pa.Array) else
-                              qids.cast(pa.string()), run_ids.take(pa.array(only_run)).cast(pa.string())])
-    names = all_q.to_pylist() if dup_qrels or dup_run else []
-    n_only = len(only_run)
-    columns.update({
-        "q": all_q, "has_qrels": pa.array(np.r_[np.ones(nq, bool), np.zeros(n_only, bool)]),
+    all_q = pa.concat_arrays([qids, run_ids.take(pa.array(only_run)).cast(pa.string())])
+    n = len(all_q)
+    columns: dict[str, Any] = {
+        "q": all_q, "has_qrels": pa.array(np.arange(n) < nq),
         "returned": pa.array(np.r_[returned, sizes[only_run]].astype(np.int64)),
-        "dup_qrels": _example_column(names, dup_qrels) if dup_qrels else pa.nulls(len(all_q), EXAMPLE),
-        "dup_run": _example_column(names, dup_run) if dup_run else pa.nulls(len(all_q), EXAMPLE),
-        "need": pa.nulls(len(all_q), pa.int64()),
-        "unverified": pa.array(np.r_[flag, unverified[only_run]])})
+        "dup_qrels": _example_column(all_q, dup_qrels), "dup_run": _example_column(all_q, dup_run),
+        "need": pa.nulls(n, pa.int64()), "unverified": pa.array(np.r_[flag, unverified[only_run]])}
     for spec, o in zip(specs, outputs, strict=True):
         vals = values.get(spec)
         for name, arr in ((o.value, None if vals is None else vals.values),
@@ -186,10 +176,14 @@ def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
                           (o.den, None if vals is None else vals.returned)):
             if name is None:
                 continue
-            full = np.full(len(all_q), np.nan)
+            full = np.full(n, np.nan)
             if arr is not None:
                 full[:nq] = np.asarray(arr, dtype=np.float64)
-            columns[name] = pa.array(full, mask=np.isnan(full))
+            # NULL: no value (run-only queries; a measure that leaves misses out, at NaN)
+            none = np.arange(n) >= nq
+            if o.ignore and name == o.value:
+                none |= np.isnan(full)
+            columns[name] = pa.array(full, mask=none)
     return pa.table(columns)
 
 
@@ -218,8 +212,8 @@ def sums(wide: pa.Table, outputs: list) -> pa.Table:
     for i, o in enumerate(outputs):
         parts = {"hits": o.hits, "den": o.den} if o.hits is not None else {"value": o.value}
         for part, column in parts.items():
-            values = wide.column(column).to_numpy(zero_copy_only=False)
-            values = values[has & ~np.isnan(values)]
+            col = wide.column(column)
+            values = col.to_numpy(zero_copy_only=False)[has & col.is_valid().to_numpy(zero_copy_only=False)]
             for e, hi, mid, lo, n in split_sums(values):
                 row("sum", i=i, part=part, shift=e, hi=hi, mid=mid, lo=lo, n=n)
     row("unmatched", n=int(np.count_nonzero(~has & (returned > 0))))
