@@ -93,8 +93,12 @@ def _add_eval(sub, parents: dict) -> None:
                    help="a Parquet run's column names, e.g. query_id=user_id,doc_id=item_id,score=prediction "
                         "(default: query_id, doc_id, score)")
     e.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local (default) or spark: the same measures and output computed by Spark SQL on text "
+                   help="local (default) or spark: the same measures and output computed on Spark from text "
                         "or Parquet files (needs the [spark] extra and Java 17)")
+    e.add_argument("--spark-plan", choices=["engine", "top_k", "full"], default="engine",
+                   help="with --engine spark: engine (default: the local engine on each partition, in the "
+                        "executors' Python, which must import ndcg_plugin), or a Spark SQL plan: top_k "
+                        "(measures with a cutoff) or full")
     e.add_argument("--spark-master", default="local[*]", metavar="URL",
                    help="with --engine spark: the Spark master: local[N], local[*] (default), spark://HOST:PORT, "
                         "yarn or k8s://HOST:PORT")

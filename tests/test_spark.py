@@ -333,7 +333,8 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
 CLI_MEASURES = ["NDCG_exp@10", "HitRate_item@3", "MRR_ignore@2", "NDCG_lin(judged_only=True)@5", "HitRate(rel=2)@5"]
 
 
-@pytest.mark.parametrize("options", [[], ["-q"], ["-q", "-n"], ["-o", "jsonl"], ["-q", "-o", "jsonl", "-p", "-1"]])
+@pytest.mark.parametrize("options", [[], ["-q"], ["-q", "-n"], ["-o", "jsonl"], ["-q", "-o", "jsonl", "-p", "-1"],
+                                     ["--spark-plan", "full", "-p", "-1"]])
 def test_cli_output_equals_the_local_engine(spark, capsys, tmp_path, options):
     rng = np.random.default_rng(3)
     qrels, run = _case(rng)
@@ -385,11 +386,28 @@ def test_cli_spark_refusals(capsys, tmp_path):
     assert code == 2 and "--duplicates" in err
 
 
-def test_ties_average_is_refused_with_a_clear_message(spark):
-    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
-    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
-    with pytest.raises(ValueError, match=r"does not compute ties='average'; use the local engine"):
-        ndcg_spark.evaluate(qrels, run, ["NDCG_lin(ties='average')@3"])
+def test_ties_average_is_computed_by_the_engine_plan_and_refused_by_the_sql_plans(spark):
+    # the rows shipped before the shuffle keep every row tied with a query's K-th best score, so
+    # the expected value over tied orders is the local engine's, on grouped and spread runs
+    qrels_df = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run_df = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    for strategy in ("top_k", "full"):
+        with pytest.raises(ValueError, match=r"do not compute ties='average'; the engine plan"):
+            ndcg_spark.prepare(qrels_df, run_df, ["NDCG_lin(ties='average')@3"], strategy=strategy)
+    rng = np.random.default_rng(7)
+    cases = [_long_case(rng) for _ in range(40)]
+    qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
+    run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
+    measures = ndcg_plugin.parse_measures(["NDCG_lin(ties='average')@3", "NDCG_exp(ties='average')@5",
+                                           "HitRate(ties='average')@2", "MRR_zero(ties='average')@4"])
+    local, local_pq = _local(qrels, run, measures)
+    for layout in ("grouped", "spread"):
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            assert ev.aggregates() == local, layout
+        got = {(q, str(m)): v for q, vs in ev.rows() for m, v in zip(measures, vs, strict=True)}
+        assert got.keys() == local_pq.keys() and all(_same(got[k], v) for k, v in local_pq.items()), layout
 
 
 def test_exponential_gain_overflow_is_refused_as_locally(spark):

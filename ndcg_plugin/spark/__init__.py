@@ -45,10 +45,6 @@ def _specs(measures: list) -> list:
         except ValueError as e:
             raise ValueError(f"the Spark engine computes the measures of the plugin's families as the local engine "
                              f"does; not {m} ({e})") from None
-        if specs[-1][1].ties == "average":
-            raise ValueError(f"{m}: the Spark engine orders tied scores by doc id descending (ties='trec') and does "
-                             f"not compute ties='average'; use the local engine (ndcg-plugin eval without --engine "
-                             f"spark, or ir_measures.calc_aggregate) for it")
     return specs
 
 
@@ -56,6 +52,10 @@ def _strategy(specs: list, strategy: str) -> str:
     from . import topk
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    averaged = [name for name, spec in specs if spec.ties == "average"]
+    if strategy in ("top_k", "full") and averaged:
+        raise ValueError(f"{averaged[0]}: the Spark SQL plans order tied scores by doc id descending (ties='trec') "
+                         f"and do not compute ties='average'; the engine plan (strategy='auto' or 'engine') does")
     others = [name for name, spec in specs if not topk.serves(spec)]
     if strategy == "top_k" and others:
         raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "

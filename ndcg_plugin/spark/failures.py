@@ -61,7 +61,7 @@ def reraise(files: dict | None = None) -> Iterator[None]:
             raise SparkUnavailable(
                 "the Spark executors' Python cannot import ndcg_plugin, which the engine plan runs on each partition: "
                 "install ndcg-plugin in the executors' environment (docs/spark.md: On a cluster), or take a Spark SQL "
-                "plan, prepare(..., strategy='top_k' or 'full')") from None
+                "plan: prepare(..., strategy='top_k' or 'full'), eval --spark-plan top_k or full") from None
         found = _MESSAGE.search(str(e))
         if found is None:
             raise
