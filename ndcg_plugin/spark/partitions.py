@@ -86,9 +86,7 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
     :func:`.plan.result_rows` without a key (each partition's exact partial sums, grouped), and the
     measures' outputs. ``run`` (q, d, s) and ``qrels`` (q, d, lab) have the same id types
     (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from .worker import SUMS
+    from .worker import SUMS, ddl
     outs = outputs(measures)
     shuffled = f"{_ids(run)}, s double, lab bigint, tag int, pid int"
     if k is None:
@@ -100,8 +98,8 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
     judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
                           F.lit(QRELS).alias("tag"), F.lit(None).cast("int").alias("pid"))
     together = rows.unionByName(judged).repartition("q")
-    wide = together.mapInArrow(_evaluate(specs, outs, False), from_arrow_schema(wide_schema(outs)))
-    parts = together.mapInArrow(_evaluate(specs, outs, True), from_arrow_schema(SUMS))
+    wide = together.mapInArrow(_evaluate(specs, outs, False), ddl(wide_schema(outs)))
+    parts = together.mapInArrow(_evaluate(specs, outs, True), ddl(SUMS))
     summed = parts.groupBy("kind", "key", "i", "part", "shift").agg(
         F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.sum("n").alias("n"),
         F.max("big").alias("big"), F.min("example").alias("example"))

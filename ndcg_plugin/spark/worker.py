@@ -117,6 +117,19 @@ def _unverified(run_codes: np.ndarray, nq: int, tag: np.ndarray, pid: np.ndarray
     return (partitions > 1) & cut
 
 
+_DDL = {pa.string(): "string", pa.bool_(): "boolean", pa.int32(): "int", pa.int64(): "bigint",
+        pa.float64(): "double", EXAMPLE: "struct<pair:array<string>,n:bigint>"}
+
+
+def ddl(schema: pa.Schema) -> str:
+    """``schema`` as Spark's DDL string (what ``mapInArrow`` is told its function returns), for the
+    column types this module's tables have; another type is refused by name."""
+    unknown = [f"{f.name}: {f.type}" for f in schema if f.type not in _DDL]
+    if unknown:
+        raise ValueError(f"no Spark type for {', '.join(unknown)}; expected one of {sorted(map(str, _DDL))}")
+    return ", ".join(f"{f.name} {_DDL[f.type]}" for f in schema)
+
+
 def wide_schema(outputs: list) -> pa.Schema:
     """The per-query table :func:`evaluated` returns (that of :func:`..plan.per_query`, plus
     ``unverified``), for ``outputs`` (:class:`..plan.Output`)."""
