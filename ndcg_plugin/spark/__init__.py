@@ -1,4 +1,4 @@
-"""The plugin's measures on Spark DataFrames, computed natively with Spark SQL.
+"""The plugin's measures on Spark DataFrames.
 
 >>> from ndcg_plugin import spark as ndcg_spark
 >>> ndcg_spark.evaluate(qrels_df, run_df, measures)   # measure objects or strings, as ir-measures takes them
@@ -7,10 +7,12 @@
 The numbers are the local engine's (:mod:`ndcg_plugin.engine`), to the bit, with the same
 conventions: ties by doc id descending (byte order), qrels queries missing from the run score 0
 (or have no value, for a measure that leaves misses out), run queries missing from the qrels
-ignored, negative labels gain 0 and are never relevant, item-level measures micro-averaged. When
-every measure has a cutoff, only each query's best rows are shuffled (:mod:`.topk`); otherwise
-every row is (:mod:`.full`). Then window functions and grouped aggregations within partitions
-(:mod:`.plan`, with each family's own expressions); only a few rows reach the driver.
+ignored, negative labels gain 0 and are never relevant, item-level measures micro-averaged. The
+default plan (:mod:`.partitions`) shuffles the run (only each query's best rows, when every
+measure has a cutoff) and the qrels once by query id, and the local engine evaluates each
+partition in a Python worker; the Spark SQL plans (``strategy='top_k'``: :mod:`.topk`,
+``'full'``: :mod:`.full`, both through :mod:`.plan` and each family's own expressions) need no
+ndcg_plugin on the executors. Only a few rows reach the driver.
 
 Needs the ``[spark]`` extra (pyspark) and Java 17 or later.
 """
