@@ -139,6 +139,9 @@ def test_a_toy_family_is_refused_by_name_by_the_spark_engine(toy, spark):
     from ndcg_plugin import spark as ndcg_spark
     with pytest.raises(Unsupported, match="the Spark engine does not implement the toy_precision family"):
         ndcg_spark.evaluate(spark.createDataFrame(QRELS), spark.createDataFrame(RUN), [TOY @ 2])
+    # the engine plan evaluates in the executors' Python, which has the package's own families only
+    with pytest.raises(Unsupported, match=r"strategy='engine' evaluates in the executors' Python.*added in this"):
+        ndcg_spark.prepare(spark.createDataFrame(QRELS), spark.createDataFrame(RUN), [TOY @ 2], strategy="engine")
 
 
 def test_an_unregistered_family_is_refused_by_every_backend(tmp_path):

@@ -19,6 +19,16 @@ from .base import Family, PluginMeasure, Spec
 _FAMILIES: dict[str, Family] = {f.name: f for f in (ndcg.FAMILY, hitrate.FAMILY, mrr.FAMILY)}
 
 
+#: the families the package registers on import (every process that imports it has them)
+_OWN = frozenset(_FAMILIES)
+
+
+def is_own(name: str) -> bool:
+    """Whether ``name`` is one of the package's own families, not one :func:`add_family` added in
+    this process (a Spark executor's Python, say, has only the package's own)."""
+    return name in _OWN
+
+
 def families() -> tuple[Family, ...]:
     """The registered families, in the order the docs list them."""
     return tuple(_FAMILIES.values())

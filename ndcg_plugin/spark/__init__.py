@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from ..errors import Unsupported
 from ..measures import examples, parse_measures, spec_of
+from ..measures.registry import is_own
 from .jobs import STRATEGIES, Evaluation
 from .session import SparkUnavailable, check_master, require_spark, session
 
@@ -62,14 +63,26 @@ def _strategy(specs: list, strategy: str) -> str:
     if strategy == "top_k" and others:
         raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "
                          f"ranking from the qrels; not {', '.join(others)}")
-    return strategy if strategy != "auto" else "engine"
+    foreign = [name for name, spec in specs if not is_own(spec.family)]
+    if strategy == "engine" and foreign:
+        raise Unsupported(f"{foreign[0]}: strategy='engine' evaluates in the executors' Python, where ndcg_plugin "
+                          f"has its own families only, and this one was added in this process (add_family); the "
+                          f"Spark SQL plans (strategy='auto', 'top_k' or 'full') take a family with a Spark hook")
+    if strategy != "auto":
+        return strategy
+    if foreign:  # the Spark SQL plans run the family's own Spark hook on the driver's plan
+        return "full" if others else "top_k"
+    return "engine"
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto") -> Evaluation:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
-    ``strategy``: ``auto`` (the top-k plan when it computes every measure, else the full one),
-    ``top_k`` or ``full`` (both give the same numbers; for tests and diagnosis)."""
+    ``strategy``: ``engine`` (the local engine on each partition: :mod:`.partitions`), ``top_k`` or
+    ``full`` (the Spark SQL plans, which need no ndcg_plugin on the executors), or ``auto``: the
+    engine plan, unless a measure's family was added in this process (:func:`ndcg_plugin.measures.
+    add_family`; the executors do not have it): then the top-k plan when it computes every measure,
+    else the full one. Every plan gives the same numbers."""
     from . import inputs, plan
     names = {**DEFAULT_COLUMNS, **(columns or {})}
     unknown = set(names) - set(DEFAULT_COLUMNS)

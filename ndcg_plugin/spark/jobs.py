@@ -49,9 +49,10 @@ class Evaluation:
         from . import duplicates, full, partitions, plan, topk
         if self.strategy == "engine":
             cut = not self._ship_all and all(topk.serves(s) for _, s in self._specs)
-            every, summed, outs = partitions.per_query(
-                self._run, self._qrels, self.measures, [s for _, s in self._specs],
-                max(s.cutoff for _, s in self._specs) if cut else None)
+            with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
+                every, summed, outs = partitions.per_query(
+                    self._run, self._qrels, self.measures, [s for _, s in self._specs],
+                    max(s.cutoff for _, s in self._specs) if cut else None)
             return Built(every, outs, None, table, summed)
         measure_plan = plan.plan_measures(self._specs, table)
         qrels = plan.check_labels(self._qrels, measure_plan)
