@@ -640,6 +640,17 @@ def _dup_layouts(spark, tmp_path):
     return layouts, pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
 
 
+def test_a_pair_repeated_across_spread_partitions_is_counted_whole(spark):
+    # three copies of (q, d), below the top 2, in three partitions among other queries' rows: each
+    # partition alone sees at most one copy; the count reported is the run's
+    rows = [(f"q{i % 7}", f"x{i}", float(i % 11)) for i in range(210)] + [("q3", "d", -1.0)] * 3
+    run = spark.createDataFrame(pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+                                .sample(frac=1, random_state=5)).repartition(3)
+    qrels = spark.createDataFrame([("q3", "d", 1)], ["query_id", "doc_id", "relevance"])
+    with pytest.raises(ValueError, match=r"^run: duplicate \(query_id, doc_id\) = \('q3', 'd'\): 3 rows"):
+        ndcg_spark.evaluate(qrels, run, ["HitRate@2"])
+
+
 @pytest.mark.parametrize("strategy", ["engine", "top_k", "full"])
 def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strategy):
     qrels = pd.DataFrame([("u031", "i3", 1), ("u002", "i1", 2), ("u002", "i22", 1)],

@@ -139,17 +139,20 @@ class Evaluation:
 
     def _settle(self, checks: dict) -> bool:
         """Raise for repeated pairs (the qrels' first, as the local engine reads them first); True
-        when a query needs more discounts than the plan had (the plan is rebuilt: run it again)."""
+        when the plan is rebuilt and must run again: a query needs more discounts than the plan had,
+        or (engine plan) a query's rows came from several partitions with only their best rows, so
+        that its pairs could not all be checked (and a repeated pair's count may be short): every
+        row is shipped then."""
         from .failures import duplicate_error
         for kind in ("qrels", "run"):
+            if kind == "run" and checks.get("unverified"):
+                self._ship_all = True
+                self._rebuild(self._built.discounts)
+                return True
             found = checks[f"dup_{kind}"]
             if found is not None:
                 self.unpersist()
                 raise duplicate_error(kind, list(found["pair"]), int(found["n"]), self.files)
-        if checks.get("unverified"):
-            self._ship_all = True  # some query's rows came from several partitions: check them all
-            self._rebuild(self._built.discounts)
-            return True
         if checks["need"] is not None and checks["need"] > self._built.discounts:
             self._rebuild(int(checks["need"]))
             return True
