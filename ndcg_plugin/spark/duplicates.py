@@ -26,6 +26,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .inputs import file_split
+
 SUMMARY = "kind int, k long, qh long, pid int, shipped int"
 
 
@@ -75,7 +77,7 @@ def _summarize():
 
 def suspects(run: DataFrame) -> DataFrame:
     """(qh) of the queries whose rows must be checked exactly."""
-    split = F.xxhash64(F.input_file_name(), F.input_file_block_start())
+    split = file_split()
     info = (run.select(F.xxhash64("q").alias("qh"), F.xxhash64("q", "d").alias("h"), split.alias("split"))
             .mapInArrow(_summarize(), SUMMARY))
     g = info.groupBy("kind", "k", "qh").agg(F.min("pid").alias("p0"), F.max("pid").alias("p1"),

@@ -70,3 +70,10 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
     lab = F.when(bad, fail(F.concat(F.lit("qrels: relevance must be an integer, got "),
                                      F.coalesce(raw.cast("string"), F.lit("NULL"))))).otherwise(lab).alias("lab")
     return df.select(q, d, lab)
+
+
+def file_split() -> Column:
+    """A number per file split a row was read from (the same for every row of a DataFrame not read
+    from files): where a run grouped by query may continue in another split, for the checks of
+    repeated pairs that look at each input partition's edges (:mod:`.duplicates`, :mod:`.worker`)."""
+    return F.xxhash64(F.input_file_name(), F.input_file_block_start())

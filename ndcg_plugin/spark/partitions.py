@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from ..aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
 from .failures import MARK
+from .inputs import file_split
 from .plan import Output
 from .worker import CAND, QRELS, WHOLE, wide_schema
 
@@ -93,8 +94,7 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
         rows = run.select("q", "d", "s", F.lit(None).cast("long").alias("lab"), F.lit(WHOLE).alias("tag"),
                           F.lit(0).alias("pid"))
     else:
-        split = F.xxhash64(F.input_file_name(), F.input_file_block_start())
-        rows = run.select("q", "d", "s", split.alias("split")).mapInArrow(_shipped(k), shuffled)
+        rows = run.select("q", "d", "s", file_split().alias("split")).mapInArrow(_shipped(k), shuffled)
     judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
                           F.lit(QRELS).alias("tag"), F.lit(None).cast("int").alias("pid"))
     together = rows.unionByName(judged).repartition("q")
