@@ -32,8 +32,9 @@ def _table(q: list, d: list, s: list, split: list | None = None) -> pa.Table:
 
 def _shipped(t: pa.Table, k: int) -> dict:
     out = worker.shipped_rows(t, k, 7)
-    assert set(out.column("pid").to_pylist()) <= {7}
-    return {(q, d, s): tag for q, d, s, tag in zip(*(out.column(c).to_pylist() for c in ("q", "d", "s", "tag")),
+    assert out.column_names == ["q", "d", "s", "x"]
+    assert {x // 2 for x in out.column("x").to_pylist()} <= {7}   # the partition, x = 2 * pid + tag
+    return {(q, d, s): x % 2 for q, d, s, x in zip(*(out.column(c).to_pylist() for c in ("q", "d", "s", "x")),
                                                    strict=True)}
 
 
@@ -119,10 +120,8 @@ def _shuffled(qrels: pd.DataFrame, run: pd.DataFrame) -> pa.Table:
     return pa.table({
         "q": run["query_id"].tolist() + qrels["query_id"].tolist(),
         "d": run["doc_id"].tolist() + qrels["doc_id"].tolist(),
-        "s": pa.array(run["score"].tolist() + [None] * m, pa.float64()),
-        "lab": pa.array([None] * n + qrels["relevance"].tolist(), pa.int64()),
-        "tag": pa.array([worker.WHOLE] * n + [worker.QRELS] * m, pa.int32()),
-        "pid": pa.array([0] * n + [None] * m, pa.int32())})
+        "s": pa.array(run["score"].tolist() + [None] * m, pa.float64()),   # NULL: a qrels row
+        "x": pa.array([worker.source(0, worker.WHOLE)] * n + qrels["relevance"].tolist(), pa.int64())})
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -173,10 +172,9 @@ def test_repeated_pairs_and_spread_queries_are_flagged():
     assert got["dup_run"]["example"] == {"pair": ["p", "b"], "n": 2}
     assert got["unmatched"]["n"] == 1 and got["run_queries"]["n"] == 2 and got["unverified"]["n"] == 0
     # rows of p from two partitions, one of them only its best: p cannot be checked here
-    tag = np.array(t.column("tag").to_pylist())
-    pid = np.array([x if x is not None else 0 for x in t.column("pid").to_pylist()])
-    tag[:2], pid[1] = worker.CAND, 1
-    t2 = t.set_column(4, "tag", pa.array(tag, pa.int32())).set_column(5, "pid", pa.array(pid, pa.int32()))
+    x = np.array(t.column("x").to_pylist())
+    x[0], x[1] = worker.source(0, worker.CAND), worker.source(1, worker.CAND)
+    t2 = t.set_column(3, "x", pa.array(x, pa.int64()))
     wide2 = worker.evaluated(t2, [spec_of(ndcg_plugin.parse_measures(["HitRate@2"])[0])],
                              outputs(ndcg_plugin.parse_measures(["HitRate@2"])))
     assert {r["q"] for r in wide2.to_pylist() if r["unverified"]} == {"p"}

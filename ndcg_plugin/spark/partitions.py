@@ -26,7 +26,7 @@ from ..aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
 from .failures import MARK
 from .inputs import file_split
 from .plan import Output
-from .worker import CAND, QRELS, WHOLE, wide_schema
+from .worker import CAND, WHOLE, source, wide_schema
 
 
 def outputs(measures: list) -> list[Output]:
@@ -89,14 +89,12 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
     (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row."""
     from .worker import SUMS, ddl
     outs = outputs(measures)
-    shuffled = f"{_ids(run)}, s double, lab bigint, tag int, pid int"
+    shuffled = f"{_ids(run)}, s double, x bigint"  # x: a run row's worker.source, a qrels row's label
     if k is None:
-        rows = run.select("q", "d", "s", F.lit(None).cast("long").alias("lab"), F.lit(WHOLE).alias("tag"),
-                          F.lit(0).alias("pid"))
+        rows = run.select("q", "d", "s", F.lit(source(0, WHOLE)).cast("long").alias("x"))
     else:
         rows = run.select("q", "d", "s", file_split().alias("split")).mapInArrow(_shipped(k), shuffled)
-    judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("lab"),
-                          F.lit(QRELS).alias("tag"), F.lit(None).cast("int").alias("pid"))
+    judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("x"))
     together = rows.unionByName(judged).repartition("q")
     wide = together.mapInArrow(_evaluate(specs, outs, False), ddl(wide_schema(outs)))
     parts = together.mapInArrow(_evaluate(specs, outs, True), ddl(SUMS))
@@ -106,4 +104,4 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
     return wide, summed, outs
 
 
-__all__ = ["per_query", "outputs", "CAND", "WHOLE", "QRELS"]
+__all__ = ["per_query", "outputs", "CAND", "WHOLE"]

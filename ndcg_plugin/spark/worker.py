@@ -13,7 +13,10 @@ and ``split``, a number per file split) and keeps what the shuffle must carry:
 - every row of a (query, doc) pair repeated within the partition (found exactly, by
   :func:`ndcg_plugin.reading.duplicates.mask_of`), so that the evaluation sees the repeat.
 
-Every shipped row carries its partition. After the shuffle, :func:`evaluated` has all the rows of
+The shuffled rows are four columns (q, d, s, x), the fewest Spark hands to a Python worker (each
+column costs the JVM per row): a qrels row has no score (s NULL) and its label in x; a run row
+has its score and x = :func:`source` (its partition and tag). Every shipped row carries its
+partition. After the shuffle, :func:`evaluated` has all the rows of
 a query that were shipped, and its qrels. A repeated pair of the run lies within one partition
 (seen there), or across partitions: then both copies were shipped when the query was WHOLE in
 each, and the check is exact; a query that came from several partitions with CAND rows cannot be
@@ -29,8 +32,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: tags of the shuffled rows
-CAND, WHOLE, QRELS = 0, 1, 2
+#: tags of the shuffled run rows
+CAND, WHOLE = 0, 1
+
+
+def source(pid: int | np.ndarray, tag: int | np.ndarray) -> int | np.ndarray:
+    """The x column of a shuffled run row: its input partition and its tag, in one number."""
+    return pid * 2 + tag
+
+
+def _tag_and_partition(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return x & 1, x >> 1
 
 EXAMPLE = pa.struct([("pair", pa.list_(pa.string())), ("n", pa.int64())])
 
@@ -46,7 +58,7 @@ def strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
 
 def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
     """The rows of one input partition of the run (q, d, s, split) that go to the shuffle, as
-    (q, d, s, lab, tag, pid): see the module's docstring."""
+    (q, d, s, x): see the module's docstring."""
     from ..columns import group_codes
     from ..ranking import candidates
     from ..reading.duplicates import mask_of
@@ -77,11 +89,9 @@ def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
     if repeated is not None:
         keep |= repeated
     rows = pa.array(np.flatnonzero(keep))
-    m = len(rows)
+    tag = np.where(whole[rows.to_numpy()], WHOLE, CAND).astype(np.int64)
     return pa.table({"q": table.column("q").take(rows), "d": table.column("d").take(rows),
-                     "s": table.column("s").take(rows), "lab": pa.nulls(m, pa.int64()),
-                     "tag": pa.array(np.where(whole[rows.to_numpy()], WHOLE, CAND).astype(np.int32)),
-                     "pid": pa.array(np.full(m, pid, dtype=np.int32))})
+                     "s": table.column("s").take(rows), "x": pa.array(source(np.int64(pid), tag))})
 
 
 def _examples(qids: pa.ChunkedArray, docs: pa.ChunkedArray, mask: np.ndarray | None) -> dict:
@@ -105,12 +115,12 @@ def _example_column(qids: pa.Array, found: dict) -> pa.Array:
                     type=EXAMPLE)
 
 
-def _unverified(run_codes: np.ndarray, nq: int, tag: np.ndarray, pid: np.ndarray) -> np.ndarray:
+def _unverified(run_codes: np.ndarray, nq: int, x: np.ndarray) -> np.ndarray:
     """Per run query: shipped from several partitions, some of them with only its best rows."""
+    tag, pids = _tag_and_partition(x.astype(np.int64))
     cut = np.bincount(run_codes, weights=(tag == CAND), minlength=nq) > 0
     if not cut.any():
         return cut
-    pids = pid.astype(np.int64)
     low, span = int(pids.min()), int(pids.max() - pids.min()) + 1
     pairs = np.unique(run_codes.astype(np.int64) * span + (pids - low))   # (query, partition) once each
     partitions = np.bincount(pairs // span, minlength=nq)
@@ -143,7 +153,7 @@ def wide_schema(outputs: list) -> pa.Schema:
 
 
 def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
-    """One row per query of a shuffled partition (q, d, s, lab, tag, pid): its values by the
+    """One row per query of a shuffled partition (q, d, s, x): its values by the
     local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
     that could not be checked), in :func:`wide_schema`."""
     from .. import engine
@@ -152,17 +162,16 @@ def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
     from ..reading.duplicates import mask_of
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
-    tag = table.column("tag").to_numpy(zero_copy_only=False)
-    is_qrels = pa.array(tag == QRELS)
+    is_qrels = table.column("s").is_null()
     qt, rt = table.filter(is_qrels), table.filter(pc.invert(is_qrels))
     qrels = Parsed(LAYOUTS["trec"], strings(qt.column("q")), strings(qt.column("d")),
-                   qt.column("lab").to_numpy(), None)
+                   qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
                  rt.column("s").to_numpy(), None)
     dup_qrels = _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id))
     dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
     codes, run_ids, sizes = group_codes(run.query_id)
-    unverified = _unverified(codes, len(sizes), rt.column("tag").to_numpy(), rt.column("pid").to_numpy())
+    unverified = _unverified(codes, len(sizes), rt.column("x").to_numpy())
     values: dict = {}
     if len(qrels):
         index = QrelsIndex(qrels)
