@@ -49,8 +49,21 @@ def _checked(convert, ok, kind: str, bound: str):
     return parse
 
 
-_bytes_option = _checked(int, lambda v: v >= 0, "a number of bytes (an integer >= 0)",
-                         "a number of bytes >= 0 (0: read the run whole)")
+_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """``8M`` (8 MiB), ``512k``, ``1GiB`` or a plain number of bytes; the units are binary."""
+    digits = text.strip()
+    number = digits.rstrip("kKmMgGiIbB")
+    unit = digits[len(number):].lower()
+    if unit not in _UNITS:
+        raise ValueError(text)
+    return int(number) * _UNITS[unit]
+
+
+_bytes_option = _checked(_size, lambda v: v >= 0, "a size: bytes, or with a unit K, M or G (e.g. 8M)",
+                         "a size >= 0 (0: read the run whole)")
 _alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a significance level between 0 and 1 (e.g. 0.05)")
 _positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
@@ -82,9 +95,9 @@ def _add_eval(sub, parents: dict) -> None:
                    help="tsv (default), jsonl, trec_eval (trec_eval's own layout) or csv")
     e.add_argument("--provider", choices=sorted(ir_measures.providers.registry),
                    help="compute every measure with this ir-measures provider")
-    e.add_argument("--block-size", type=_bytes_option, default=BLOCK_MIB << 20, metavar="BYTES",
-                   help="read a run file in blocks of this many bytes, keeping only per-query values, when "
-                        f"the plugin computes every measure (default {BLOCK_MIB} MiB; 0: read it "
+    e.add_argument("--block-size", type=_bytes_option, default=BLOCK_MIB << 20, metavar="SIZE",
+                   help="read a run file in blocks of this size (bytes, or 512K, 8M, 1G), keeping only per-query "
+                        f"values, when the plugin computes every measure (default {BLOCK_MIB}M; 0: read it "
                         "whole into memory)")
     e.add_argument("--qrels-columns", type=_column_map, metavar="NAME=COLUMN,...",
                    help="a Parquet qrels file's column names, e.g. query_id=user_id,doc_id=item_id,relevance=rating "

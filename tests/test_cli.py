@@ -363,6 +363,8 @@ def _tiny(tmp_path):
 @pytest.mark.parametrize("argv,words", [
     (["eval", "-", "-", "nDCG@10"], ["both be standard input"]),
     (["eval", "{q}", "{r}", "--block-size", "-1", "nDCG@10"], ["--block-size", ">= 0"]),
+    (["eval", "{q}", "{r}", "--block-size", "8MB", "nDCG@10"], ["--block-size", "K, M or G", "'8MB'"]),
+    (["eval", "{q}", "{r}", "--block-size", "1.5M", "nDCG@10"], ["--block-size", "K, M or G", "'1.5M'"]),
     (["eval", "{q}", "{r}", "{r2}", "nDCG@10"], ["is a file, not a measure", "ndcg-plugin compare"]),
     (["explain", "{q}", "{r}", "--query", "q1", "-m", "nDCG@10", "RR"], ["explain takes one measure, got 2"]),
     (["eval", "{q}", "{r}", "nDCG@10", "--provider", "runtime"], ["provider runtime does not compute nDCG@10"]),
@@ -382,6 +384,13 @@ def test_mistakes_end_in_one_clear_line(tmp_path, argv, words):
     assert proc.stdout == ""
     assert [ln for ln in proc.stderr.splitlines() if "error" in ln][-1:] and all(w in proc.stderr for w in words), \
         proc.stderr
+
+
+@pytest.mark.parametrize("text,size", [("0", 0), ("64", 64), ("512k", 512 * 1024), ("512KiB", 512 * 1024),
+                                       ("8M", 8 * 1024 * 1024), ("8mib", 8 * 1024 * 1024), ("1G", 1024 ** 3)])
+def test_block_sizes_take_binary_units(text, size):
+    from ndcg_plugin.cli_parser import build_parser
+    assert build_parser().parse_args(["eval", "q", "r", "RR", "--block-size", text]).block_size == size
 
 
 def test_version_counts_aliases_and_ir_measures_spellings(tmp_path):
