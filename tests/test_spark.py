@@ -755,3 +755,37 @@ def test_the_size_estimate_the_duplicate_check_reads_is_alive(spark):
     estimate = int(str(tiny._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     assert 0 < estimate < 1 << 20
     assert duplicates.small(tiny) and not duplicates.small(huge)
+
+
+def test_a_spark_submit_driver_keeps_the_master_and_settings_it_was_submitted_with(tmp_path):
+    # the cluster recipe of docs/spark.md: a driver script calls ndcg_spark.session() under
+    # spark-submit. It used to start a builder with master local[*] and local defaults, which
+    # override spark-submit's --master and --conf: on a cluster, every task ran on the driver.
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+    home = Path(pyspark.__file__).parent
+    script = tmp_path / "evaluate_recs.py"
+    script.write_text(textwrap.dedent("""
+        from ndcg_plugin import spark as ndcg_spark
+        spark = ndcg_spark.session()
+        print("master", spark.conf.get("spark.master"))
+        print("partitions", spark.conf.get("spark.sql.shuffle.partitions"))
+        qrels = spark.createDataFrame([("u1", "i1", 1), ("u2", "i9", 2)], ["query_id", "doc_id", "relevance"])
+        run = spark.createDataFrame([("u1", "i2", 0.9), ("u1", "i1", 0.5), ("u2", "i3", 0.7)],
+                                    ["query_id", "doc_id", "score"])
+        for measure, value in ndcg_spark.evaluate(qrels, run, ["MRR_zero@10", "HitRate@1"]).items():
+            print(measure, value)
+    """))
+    env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    proc = subprocess.run([str(home / "bin" / "spark-submit"), "--master", "local[1]",
+                           "--conf", "spark.sql.shuffle.partitions=3", str(script)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "master local[1]" in lines and "partitions 3" in lines, proc.stdout
+    # u1: i1 (relevant) at rank 2: RR 1/2, no hit at 1; u2: nothing relevant returned: 0, 0
+    assert "MRR_zero@10 0.25" in lines and "HitRate@1 0.0" in lines, proc.stdout

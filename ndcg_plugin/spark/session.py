@@ -132,15 +132,30 @@ def quiet_pandas() -> Iterator[None]:
         yield
 
 
-def session(master: str = "local[*]", conf: dict | None = None, quiet: bool = False):
-    """The active SparkSession, or a new one on ``master`` (no UI, quiet logging: ERROR only, or
-    nothing with ``quiet``, where the JVM's own output goes to a log file named on failure)."""
+def submitted() -> bool:
+    """Whether this Python is the driver of a JVM started before it (by ``spark-submit`` or the
+    ``pyspark`` shell), which pyspark joins through the gateway port it is given: then that JVM's
+    configuration (master, memory, partitions) is the user's, and a session must not override it."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session(master: str | None = None, conf: dict | None = None, quiet: bool = False):
+    """The active SparkSession; or, in a driver started by ``spark-submit`` and with no ``master``
+    given, the session of spark-submit's configuration, as it is (``conf`` added); or a new one on
+    ``master`` (default ``local[*]``), with no UI and quiet logging: ERROR only, or nothing with
+    ``quiet``, where the JVM's own output goes to a log file named on failure."""
     require_spark()
     with quiet_pandas():
         from pyspark.sql import SparkSession
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
+        if master is None and submitted():
+            builder = SparkSession.builder
+            for key, value in (conf or {}).items():
+                builder = builder.config(key, value)
+            return builder.getOrCreate()
+        master = master or "local[*]"
         check_master(master)
         return _start(master, dict(conf or {}), quiet)
 
