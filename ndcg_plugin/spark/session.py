@@ -4,7 +4,9 @@ a JVM is started for it, quiet logging, and one line when Spark cannot start.
 A session the engine starts logs nothing below ERROR (``quiet``: nothing at all; the command
 line's sessions), through a log4j2 configuration of its own; on a ``local`` master it takes 2
 shuffle partitions per core instead of Spark's 200, and half the machine's memory for the driver
-(which is also the executor) unless ``spark.driver.memory`` is given.
+(which is also the executor) unless ``spark.driver.memory`` is given. In a driver started by
+``spark-submit`` (or the ``pyspark`` shell), :func:`session` without a master takes the session of
+that configuration as it is.
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ and ``split``, a number per file split) and keeps what the shuffle must carry:
 
 The shuffled rows are four columns (q, d, s, x), the fewest Spark hands to a Python worker (each
 column costs the JVM per row): a qrels row has no score (s NULL) and its label in x; a run row
-has its score and x = :func:`source` (its partition and tag). Every shipped row carries its
+has its score (never NULL: the input check refuses a missing one) and x = :func:`source` (its
+partition and tag). Every shipped row carries its
 partition. After the shuffle, :func:`evaluated` has all the rows of
 a query that were shipped, and its qrels. A repeated pair of the run lies within one partition
 (seen there), or across partitions: then both copies were shipped when the query was WHOLE in
@@ -43,6 +44,7 @@ def source(pid: int | np.ndarray, tag: int | np.ndarray) -> int | np.ndarray:
 
 def _tag_and_partition(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x & 1, x >> 1
+
 
 EXAMPLE = pa.struct([("pair", pa.list_(pa.string())), ("n", pa.int64())])
 
