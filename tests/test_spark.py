@@ -381,9 +381,12 @@ def test_cli_spark_refusals(capsys, tmp_path):
     (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
     code, _, err = _cli(capsys, "eval", "--engine", "spark", str(tmp_path / "q.qrels"), "-", "NDCG_lin@10")
     assert code == 2 and "not standard input" in err
-    code, _, err = _cli(capsys, "eval", "--engine", "spark", "--duplicates", "max", str(tmp_path / "q.qrels"),
+    code, _, err = _cli(capsys, "eval", "--engine", "spark", "--duplicates", "first", str(tmp_path / "q.qrels"),
                         str(tmp_path / "q.qrels"), "NDCG_lin@10")
-    assert code == 2 and "--duplicates" in err
+    assert code == 2 and "--duplicates first" in err and "max" in err
+    code, _, err = _cli(capsys, "eval", "--engine", "spark", "--provider", "ndcg_plugin", str(tmp_path / "q.qrels"),
+                        str(tmp_path / "q.qrels"), "NDCG_lin@10")
+    assert code == 2 and "--provider" in err
 
 
 def test_ties_average_is_computed_by_the_engine_plan_and_refused_by_the_sql_plans(spark):
@@ -789,3 +792,79 @@ def test_a_spark_submit_driver_keeps_the_master_and_settings_it_was_submitted_wi
     assert "master local[1]" in lines and "partitions 3" in lines, proc.stdout
     # u1: i1 (relevant) at rank 2: RR 1/2, no hit at 1; u2: nothing relevant returned: 0, 0
     assert "MRR_zero@10 0.25" in lines and "HitRate@1 0.0" in lines, proc.stdout
+
+
+def _with_repeats(rng: np.random.Generator, qrels: pd.DataFrame,
+                  run: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Copies of some pairs: in the run with a lower, equal, higher or much higher score (some of
+    them within a query's best rows, some below), in the qrels with another label."""
+    seed = int(rng.integers(1 << 30))
+    picked = run.sample(frac=0.2, random_state=seed)
+    copies = picked.assign(score=picked["score"] + rng.choice([-2.0, 0.0, 0.5, 9.0], size=len(picked)))
+    judged = qrels.sample(frac=0.1, random_state=seed)
+    relabelled = judged.assign(relevance=judged["relevance"] + rng.integers(-1, 3, size=len(judged)))
+    return (pd.concat([qrels, relabelled]).sample(frac=1, random_state=seed),
+            pd.concat([run, copies]).sample(frac=1, random_state=seed + 1))
+
+
+@pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
+@pytest.mark.parametrize("layout", ["grouped", "spread"])
+def test_duplicates_max_gives_the_local_engines_numbers_with_spark_cutting_the_run(spark, layout):
+    # duplicates='max' keeps each repeated pair once, at its highest score or label, as the local
+    # engine's option does. With every measure at a cutoff the run is cut by Spark's own partial
+    # limit (no Python before the shuffle); a query with two copies among its shipped rows makes
+    # the evaluation run again with every row. Both ways against the local engine, bit for bit.
+    from ndcg_plugin.provider import NdcgPluginProvider
+    rng = np.random.default_rng(4242 + (layout == "spread"))
+    cases = [_with_repeats(rng, *_long_case(rng)) for _ in range(60)]
+    qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
+    run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
+    assert qrels.duplicated(["query_id", "doc_id"]).any() and run.duplicated(["query_id", "doc_id"]).any()
+    for names in (TOP_K_MEASURES, MEASURES):
+        measures = ndcg_plugin.parse_measures(names)
+        evaluator = NdcgPluginProvider(duplicates="max").evaluator(measures, qrels)
+        want = evaluator.calc_aggregate(run)
+        want_rows = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
+                                duplicates="max")
+        got, rows = ev.aggregates(), dict(ev.rows())
+        # measures without a cutoff ship every row from the start; with cutoffs, some query here has
+        # two copies among its best rows, so the cut plan ran and then shipped every row
+        assert ev._ship_all == (names is TOP_K_MEASURES)
+        assert all(_same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
+        for q, values in rows.items():
+            for m, v in zip(measures, values, strict=True):
+                assert _same(v, want_rows[(q, str(m))]), (q, str(m))
+
+
+def test_duplicates_max_with_copies_below_the_cut_needs_no_second_run(spark):
+    # copies only below each query's best rows: Spark's cut drops them (the lower copy is the one
+    # 'max' drops) and the numbers come from one run; a copy scoring above the first copy's rank
+    # would have been shipped with it
+    from ndcg_plugin.provider import NdcgPluginProvider
+    rows = [(f"q{i % 5}", f"x{i}", float(i % 13)) for i in range(200)]
+    low = [(q, d, s - 100.0) for q, d, s in rows[::7] if s < 5]        # below the top 3 of every query
+    run = pd.DataFrame(rows + low, columns=["query_id", "doc_id", "score"])
+    qrels = pd.DataFrame([(q, d, 1 + i % 3) for i, (q, d, _) in enumerate(rows[::4])] + [("q1", "x1", 0)],
+                         columns=["query_id", "doc_id", "relevance"])
+    measures = ndcg_plugin.parse_measures(["NDCG_exp@3", "HitRate_item@3", "MRR_zero@2"])
+    want = NdcgPluginProvider(duplicates="max").evaluator(measures, qrels).calc_aggregate(run)
+    for layout in ("grouped", "spread"):
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
+                                duplicates="max")
+        plan = _plan_text(ev)
+        assert "WindowGroupLimit" in plan and "Partial" in plan and "MapInArrow ship" not in plan
+        got = ev.aggregates()
+        assert not ev._ship_all, layout
+        assert all(_same(got[m], want[m]) for m in measures), layout
+
+
+def test_duplicates_policies_spark_cannot_apply_are_refused_by_name(spark):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    with pytest.raises(ValueError, match="duplicates='first'.*no such order"):
+        ndcg_spark.evaluate(qrels, run, ["HitRate@5"], duplicates="first")
+    with pytest.raises(ValueError, match="duplicates must be one of .*got 'last'"):
+        ndcg_spark.evaluate(qrels, run, ["HitRate@5"], duplicates="last")
+    with pytest.raises(ValueError, match="duplicates='max' is applied by the engine plan only"):
+        ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy="top_k", duplicates="max")

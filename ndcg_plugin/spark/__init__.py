@@ -51,10 +51,17 @@ def _specs(measures: list) -> list:
     return specs
 
 
-def _strategy(specs: list, strategy: str) -> str:
+def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
     from . import topk
+    from .worker import POLICIES
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+    if duplicates == "first":
+        raise ValueError("duplicates='first' keeps the copy of a repeated pair that comes first in the file, and a "
+                         "Spark DataFrame has no such order across its partitions: use duplicates='max' (the copy "
+                         "with the highest score or label) or 'error'")
+    if duplicates not in POLICIES:
+        raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
     averaged = [name for name, spec in specs if spec.ties == "average"]
     if strategy in ("top_k", "full") and averaged:
         raise ValueError(f"{averaged[0]}: the Spark SQL plans order tied scores by doc id descending (ties='trec') "
@@ -64,6 +71,10 @@ def _strategy(specs: list, strategy: str) -> str:
         raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "
                          f"ranking from the qrels; not {', '.join(others)}")
     foreign = [name for name, spec in specs if not is_own(spec.family)]
+    if duplicates != "error" and (strategy in ("top_k", "full") or (strategy == "auto" and foreign)):
+        raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only (strategy='engine'); the "
+                         f"Spark SQL plans refuse repeated pairs" + (f", and {foreign[0]} needs one of them (a family "
+                                                                     f"added in this process)" if foreign else ""))
     if strategy == "engine" and foreign:
         raise Unsupported(f"{foreign[0]}: strategy='engine' evaluates in the executors' Python, where ndcg_plugin "
                           f"has its own families only, and this one was added in this process (add_family); the "
@@ -75,14 +86,18 @@ def _strategy(specs: list, strategy: str) -> str:
     return "engine"
 
 
-def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto") -> Evaluation:
+def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
+            duplicates: str = "error") -> Evaluation:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
     ``strategy``: ``engine`` (the local engine on each partition: :mod:`.partitions`), ``top_k`` or
     ``full`` (the Spark SQL plans, which need no ndcg_plugin on the executors), or ``auto``: the
     engine plan, unless a measure's family was added in this process (:func:`ndcg_plugin.measures.
     add_family`; the executors do not have it): then the top-k plan when it computes every measure,
-    else the full one. Every plan gives the same numbers."""
+    else the full one. Every plan gives the same numbers. ``duplicates``: a repeated (query, doc)
+    pair is refused (``error``, trec_eval's rule) or kept once at its highest score or label
+    (``max``, as the local engine's option; the engine plan only, and with it the cut before the
+    shuffle is Spark's own, which makes it faster); ``first`` has no meaning in a DataFrame."""
     from . import inputs, plan
     names = {**DEFAULT_COLUMNS, **(columns or {})}
     unknown = set(names) - set(DEFAULT_COLUMNS)
@@ -92,28 +107,31 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     if not measures:
         raise ValueError(f"give at least one measure, e.g. {examples()[0]}")
     specs = _specs(measures)
-    chosen = _strategy(specs, strategy)
+    chosen = _strategy(specs, strategy, duplicates)
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
-    return Evaluation(measures, specs, r, q, chosen)  # a family without a Spark hook refuses here, by name
+    # a family without a Spark hook refuses here, by name
+    return Evaluation(measures, specs, r, q, chosen, duplicates=duplicates)
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",
                   strategy: str = "auto", qrels_columns: dict | None = None,
-                  run_columns: dict | None = None) -> Evaluation:
+                  run_columns: dict | None = None, duplicates: str = "error") -> Evaluation:
     """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
     :mod:`.files`). Errors in a file name the file (and the line, for a local file).
     ``qrels_columns``, ``run_columns``: a Parquet file's column names, as :func:`ndcg_plugin.read`'s
     ``columns=`` (``{"query_id": "user_id", ...}``)."""
     from . import files
     ev = prepare(files.read(spark, qrels, "qrels", columns=qrels_columns),
-                 files.read(spark, run, "run", run_format, columns=run_columns), measures, strategy=strategy)
+                 files.read(spark, run, "run", run_format, columns=run_columns), measures, strategy=strategy,
+                 duplicates=duplicates)
     ev.files = {str(qrels): ("qrels", "auto", qrels_columns), str(run): ("run", run_format, run_columns)}
     return ev
 
 
-def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None):
+def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None,
+             duplicates: str = "error"):
     """Evaluate a run (Spark DataFrame) against qrels (Spark DataFrame): one Spark action.
 
     ``measures``: measure objects or strings (as ``ir_measures.parse_measure`` reads them). ``columns`` maps query, doc,
@@ -124,10 +142,10 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
     Returns ``{measure: aggregate}``, or with ``per_query=True`` a DataFrame (query_id, measure,
     value) over the qrels queries, computed and cached: release it with ``.unpersist()`` when done
     (nothing else stays cached).
-    Repeated (query, doc) pairs, NaN or infinite scores, missing or empty ids and non-integer
-    labels raise ValueError, as in the local engine.
+    Repeated (query, doc) pairs (unless ``duplicates='max'``: see :func:`prepare`), NaN or infinite
+    scores, missing or empty ids and non-integer labels raise ValueError, as in the local engine.
     """
-    ev = prepare(qrels, run, measures, columns)
+    ev = prepare(qrels, run, measures, columns, duplicates=duplicates)
     return ev.per_query() if per_query else ev.aggregates()
 
 

@@ -56,9 +56,11 @@ def check(args, measures: list) -> None:
     """The options --engine spark refuses, in one line each."""
     if not measures:
         raise CommandError(f"give at least one measure (with --engine spark, e.g. {' '.join(examples())})")
-    if args.provider or args.duplicates != "error":
-        raise CommandError("--engine spark computes every measure itself and refuses repeated (query, doc) pairs; "
-                           "drop --provider and --duplicates")
+    if args.provider:
+        raise CommandError("--engine spark computes every measure itself: drop --provider")
+    if args.duplicates == "first":
+        raise CommandError("--engine spark: --duplicates first keeps the copy that comes first in the file, an order "
+                           "Spark does not keep across partitions; use --duplicates max or error")
     if "-" in (args.qrels, args.run):
         raise CommandError("--engine spark reads files (text or Parquet), not standard input")
 
@@ -75,7 +77,8 @@ def files(args, measures: list) -> Iterator[tuple]:
     try:
         spark = session(args.spark_master, conf_for(args.spark_conf, [qrels, args.run]), quiet=True)
         ev = prepare_files(spark, qrels, args.run, measures, args.run_format, strategy=args.spark_plan,
-                           qrels_columns=args.qrels_columns, run_columns=args.run_columns)
+                           qrels_columns=args.qrels_columns, run_columns=args.run_columns,
+                           duplicates=args.duplicates)
         if args.by_query:
             ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
         yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one

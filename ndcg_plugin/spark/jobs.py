@@ -34,8 +34,10 @@ class Evaluation:
     ``engine`` (the local engine on each partition: :mod:`.partitions`), or the Spark SQL plans
     ``top_k`` (only each query's best rows are shuffled) and ``full`` (every row)."""
 
-    def __init__(self, measures: list, specs: list, run, qrels, strategy: str, files: dict | None = None):
+    def __init__(self, measures: list, specs: list, run, qrels, strategy: str, files: dict | None = None,
+                 duplicates: str = "error"):
         self.measures, self.strategy, self.files = measures, strategy, dict(files or {})
+        self.duplicates = duplicates
         self._specs, self._run, self._qrels = specs, run, qrels
         self._persisted = None
         self._checked: dict | None = None
@@ -52,7 +54,7 @@ class Evaluation:
             with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
                 every, summed, outs = partitions.per_query(
                     self._run, self._qrels, self.measures, [s for _, s in self._specs],
-                    max(s.cutoff for _, s in self._specs) if cut else None)
+                    max(s.cutoff for _, s in self._specs) if cut else None, self.duplicates)
             return Built(every, outs, None, table, summed)
         measure_plan = plan.plan_measures(self._specs, table)
         qrels = plan.check_labels(self._qrels, measure_plan)

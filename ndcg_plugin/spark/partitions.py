@@ -19,7 +19,7 @@ each: a run not grouped by query) makes the evaluation run again with every row 
 """
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
@@ -58,7 +58,7 @@ def _shipped(k: int):
     return ship
 
 
-def _evaluate(specs: list, outs: list, summed: bool):
+def _evaluate(specs: list, outs: list, summed: bool, duplicates: str = "error"):
     """The function of the last step: per-query rows, or with ``summed`` their partial sums."""
     def evaluate(batches):
         import pyarrow as pa
@@ -68,7 +68,7 @@ def _evaluate(specs: list, outs: list, summed: bool):
         if not got:
             return
         try:
-            result = evaluated(pa.Table.from_batches(got), specs, outs)
+            result = evaluated(pa.Table.from_batches(got), specs, outs, duplicates)
             if summed:
                 result = sums(result, outs)
         except ValueError as e:  # the local engine's refusal (e.g. a label its gain cannot take), marked
@@ -81,23 +81,50 @@ def _ids(df: DataFrame) -> str:
     return f"q {df.schema['q'].dataType.simpleString()}, d {df.schema['d'].dataType.simpleString()}"
 
 
+def _best(run: DataFrame, k: int) -> DataFrame:
+    """Each query's rows that score at least its K-th best score in the whole run (ties at the K-th
+    stay), by ``rank() <= K``, which Spark plans as a partial ``WindowGroupLimit`` in each input
+    partition, the one exchange by query, then the final limit: no Python before the shuffle.
+    Hash-partitioned by q; tagged CAND from one partition (a query's rows are never counted as
+    spread: see :func:`per_query`)."""
+    s = F.when(F.col("s") == 0, F.lit(0.0)).otherwise(F.col("s"))  # -0.0 ranks as 0.0
+    rank = F.rank().over(Window.partitionBy("q").orderBy(s.desc()))
+    return (run.select("q", "d", "s", rank.alias("r0")).where(F.col("r0") <= F.lit(k))
+            .select("q", "d", "s", F.lit(source(0, CAND)).cast("long").alias("x")))
+
+
 def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
-              k: int | None) -> tuple[DataFrame, DataFrame, list]:
+              k: int | None, duplicates: str = "error") -> tuple[DataFrame, DataFrame, list]:
     """The per-query table (:func:`.worker.wide_schema`), the same reduced to the rows of
     :func:`.plan.result_rows` without a key (each partition's exact partial sums, grouped), and the
     measures' outputs. ``run`` (q, d, s) and ``qrels`` (q, d, lab) have the same id types
-    (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row."""
-    from .worker import SUMS, ddl
+    (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row.
+
+    ``duplicates='max'`` (a repeated pair kept once, at its highest score or label) needs no look
+    at every row before the shuffle, so the rows are cut by Spark itself (:func:`_best`): a copy of
+    a pair that is not among the shipped rows scores below a copy that is (it ranks below the K-th
+    in its partition, or in the run, where the shipped copy does not), so it is the copy 'max'
+    drops, and it lies below the top K, where it changes no value. Two shipped copies of a pair
+    make their query ``unverified`` (dropping one would move up a row that was not shipped): the
+    evaluation then runs again with every row. ``duplicates='error'`` looks at every row
+    (:func:`.worker.shipped_rows`)."""
+    from .worker import POLICIES, SUMS, ddl
+    if duplicates not in POLICIES:
+        raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
     outs = outputs(measures)
     shuffled = f"{_ids(run)}, s double, x bigint"  # x: a run row's worker.source, a qrels row's label
+    judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("x"))
     if k is None:
         rows = run.select("q", "d", "s", F.lit(source(0, WHOLE)).cast("long").alias("x"))
+    elif duplicates == "max":
+        # both sides hash-partitioned by q: Spark (4.1 and later) unions them partition by partition and
+        # the repartition below costs nothing; on an older Spark it is one more exchange, as right
+        rows, judged = _best(run, k), judged.repartition("q")
     else:
         rows = run.select("q", "d", "s", file_split().alias("split")).mapInArrow(_shipped(k), shuffled)
-    judged = qrels.select("q", "d", F.lit(None).cast("double").alias("s"), F.col("lab").cast("long").alias("x"))
     together = rows.unionByName(judged).repartition("q")
-    wide = together.mapInArrow(_evaluate(specs, outs, False), ddl(wide_schema(outs)))
-    parts = together.mapInArrow(_evaluate(specs, outs, True), ddl(SUMS))
+    wide = together.mapInArrow(_evaluate(specs, outs, False, duplicates), ddl(wide_schema(outs)))
+    parts = together.mapInArrow(_evaluate(specs, outs, True, duplicates), ddl(SUMS))
     summed = parts.groupBy("kind", "key", "i", "part", "shift").agg(
         F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.sum("n").alias("n"),
         F.max("big").alias("big"), F.min("example").alias("example"))

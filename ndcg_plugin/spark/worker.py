@@ -154,10 +154,39 @@ def wide_schema(outputs: list) -> pa.Schema:
     return pa.schema(fields)
 
 
-def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
+#: what :func:`evaluated` does with a repeated (query, doc) pair: refuse it, as trec_eval does, or
+#: keep the copy with the highest score or label, as the local engine's ``duplicates='max'``
+POLICIES = ("error", "max")
+
+
+def _resolved(parsed, kind: str, x: np.ndarray | None) -> tuple[Any, np.ndarray | None, pa.Array | None]:
+    """``duplicates='max'``: (the rows with each repeated pair kept once, at its highest value, as
+    :func:`ndcg_plugin.reading.duplicates.kept_rows` keeps them; their ``x``; the query ids whose
+    repeated pair has a CAND row, or None). A query shipped with only its best rows cannot drop a
+    copy here: the row that would move up into its top K was not shipped."""
+    from ..reading.duplicates import kept_rows, mask_of
+    from ..reading.lines import Parsed
+    mask = mask_of(parsed.query_id, parsed.doc_id)
+    if mask is None or not mask.any():
+        return parsed, x, None
+    doubtful = None
+    if x is not None:
+        cut = mask & (_tag_and_partition(x.astype(np.int64))[0] == CAND)
+        doubtful = pc.unique(parsed.query_id.filter(pa.array(cut))) if cut.any() else None
+    numbered = Parsed(parsed.layout, parsed.query_id, parsed.doc_id, parsed.value, np.arange(1, len(parsed) + 1))
+    keep = kept_rows(numbered, kind, "max", kind)
+    if keep is None:
+        return parsed, x, doubtful
+    idx = pa.array(keep)
+    return (Parsed(parsed.layout, parsed.query_id.take(idx), parsed.doc_id.take(idx), parsed.value[keep], None),
+            None if x is None else x[keep], doubtful)
+
+
+def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "error") -> pa.Table:
     """One row per query of a shuffled partition (q, d, s, x): its values by the
     local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
-    that could not be checked), in :func:`wide_schema`."""
+    that could not be checked), in :func:`wide_schema`. ``duplicates``: one of :data:`POLICIES`;
+    under ``max`` a query whose repeated pair came with only its best rows is ``unverified``."""
     from .. import engine
     from ..columns import group_codes
     from ..qrels_index import QrelsIndex
@@ -170,10 +199,20 @@ def evaluated(table: pa.Table, specs: list, outputs: list) -> pa.Table:
                    qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
                  rt.column("s").to_numpy(), None)
-    dup_qrels = _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id))
-    dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
+    x, doubtful = rt.column("x").to_numpy(), None
+    if duplicates == "max":
+        qrels, _, _ = _resolved(qrels, "qrels", None)
+        run, x, doubtful = _resolved(run, "run", x)
+        dup_qrels, dup_run = {}, {}
+    elif duplicates == "error":
+        dup_qrels = _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id))
+        dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
+    else:
+        raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
     codes, run_ids, sizes = group_codes(run.query_id)
-    unverified = _unverified(codes, len(sizes), rt.column("x").to_numpy())
+    unverified = _unverified(codes, len(sizes), x)
+    if doubtful is not None:
+        unverified |= pc.is_in(run_ids, value_set=doubtful).to_numpy(zero_copy_only=False)
     values: dict = {}
     if len(qrels):
         index = QrelsIndex(qrels)
