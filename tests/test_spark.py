@@ -868,3 +868,18 @@ def test_duplicates_policies_spark_cannot_apply_are_refused_by_name(spark):
         ndcg_spark.evaluate(qrels, run, ["HitRate@5"], duplicates="last")
     with pytest.raises(ValueError, match="duplicates='max' is applied by the engine plan only"):
         ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy="top_k", duplicates="max")
+
+
+def test_cli_duplicates_max_on_spark_prints_the_local_output(spark, capsys, tmp_path):
+    # q1's d1 twice in the run (scores 1 and 3: 3 kept, d1 first) and in the qrels (labels 0 and 2:
+    # 2 kept); without --duplicates max both engines refuse the run
+    (tmp_path / "q.qrels").write_text("q1 0 d1 0\nq1 0 d2 1\nq1 0 d1 2\nq2 0 d3 1\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d1 3 3.0 t\nq2 Q0 d4 1 1.0 t\n")
+    args = [str(tmp_path / "q.qrels"), str(tmp_path / "r.trec"), "MRR_zero@10", "HitRate_item@1", "-p", "-1"]
+    code, mine, err = _cli(capsys, "eval", "--engine", "spark", "--duplicates", "max", *args)
+    assert code == 0, err
+    code, local, _ = _cli(capsys, "eval", "--duplicates", "max", *args)
+    # q1: d1 (label 2) ranks first: RR 1, one hit in the top 1; q2: d4 unjudged: RR 0, no hit
+    assert mine == local == "MRR_zero@10\t0.5\nHitRate_item@1\t0.5\n"
+    code, _, err = _cli(capsys, "eval", "--engine", "spark", *args)
+    assert code == 2 and "duplicate" in err

@@ -16,13 +16,12 @@ and ``split``, a number per file split) and keeps what the shuffle must carry:
 The shuffled rows are four columns (q, d, s, x), the fewest Spark hands to a Python worker (each
 column costs the JVM per row): a qrels row has no score (s NULL) and its label in x; a run row
 has its score (never NULL: the input check refuses a missing one) and x = :func:`source` (its
-partition and tag). Every shipped row carries its
-partition. After the shuffle, :func:`evaluated` has all the rows of
-a query that were shipped, and its qrels. A repeated pair of the run lies within one partition
-(seen there), or across partitions: then both copies were shipped when the query was WHOLE in
-each, and the check is exact; a query that came from several partitions with CAND rows cannot be
-checked and is flagged ``unverified`` (the plan then runs again with every row shipped). A run
-grouped by query never has such a query.
+partition and tag), so every shipped row carries its partition. After the shuffle,
+:func:`evaluated` has all the rows of a query that were shipped, and its qrels. A repeated pair
+of the run lies within one partition (seen there), or across partitions: then both copies were
+shipped when the query was WHOLE in each, and the check is exact; a query that came from several
+partitions with CAND rows cannot be checked and is flagged ``unverified`` (the plan then runs
+again with every row shipped). A run grouped by query never has such a query.
 """
 from __future__ import annotations
 
