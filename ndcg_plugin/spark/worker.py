@@ -181,6 +181,21 @@ def _resolved(parsed, kind: str, x: np.ndarray | None) -> tuple[Any, np.ndarray 
             None if x is None else x[keep], doubtful)
 
 
+def _applied(duplicates: str, qrels, run, x: np.ndarray) -> tuple:
+    """(qrels, run, x, repeated qrels pairs, repeated run pairs, doubtful query ids) under the
+    policy: ``error`` finds the repeated pairs (:func:`_examples`), ``max`` keeps one copy of each
+    (:func:`_resolved`)."""
+    from ..reading.duplicates import mask_of
+    if duplicates == "max":
+        qrels, _, _ = _resolved(qrels, "qrels", None)
+        run, x, doubtful = _resolved(run, "run", x)
+        return qrels, run, x, {}, {}, doubtful
+    if duplicates == "error":
+        return (qrels, run, x, _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id)),
+                _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id)), None)
+    raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
+
+
 def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "error") -> pa.Table:
     """One row per query of a shuffled partition (q, d, s, x): its values by the
     local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
@@ -189,7 +204,6 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
     from .. import engine
     from ..columns import group_codes
     from ..qrels_index import QrelsIndex
-    from ..reading.duplicates import mask_of
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
     is_qrels = table.column("s").is_null()
@@ -198,16 +212,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
                    qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
                  rt.column("s").to_numpy(), None)
-    x, doubtful = rt.column("x").to_numpy(), None
-    if duplicates == "max":
-        qrels, _, _ = _resolved(qrels, "qrels", None)
-        run, x, doubtful = _resolved(run, "run", x)
-        dup_qrels, dup_run = {}, {}
-    elif duplicates == "error":
-        dup_qrels = _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id))
-        dup_run = _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id))
-    else:
-        raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
+    qrels, run, x, dup_qrels, dup_run, doubtful = _applied(duplicates, qrels, run, rt.column("x").to_numpy())
     codes, run_ids, sizes = group_codes(run.query_id)
     unverified = _unverified(codes, len(sizes), x)
     if doubtful is not None:
