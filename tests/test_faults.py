@@ -59,6 +59,20 @@ def test_a_closed_pipe_is_not_an_error():
     assert proc.stdout.count("\n") == 1 and proc.stderr == ""
 
 
+def _wait_until_open(proc: subprocess.Popen, path, timeout: float = 30.0) -> None:
+    """Return once ``proc`` holds ``path`` open (Linux /proc), it has ended, or ``timeout`` passed."""
+    import time
+    fds = f"/proc/{proc.pid}/fd"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None and os.path.isdir(fds):
+        try:
+            if any(os.path.realpath(os.path.join(fds, fd)) == os.path.realpath(path) for fd in os.listdir(fds)):
+                return
+        except OSError:  # a descriptor closed while it was read
+            pass
+        time.sleep(0.01)
+
+
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     # a run long enough to be interrupted while it is read and evaluated (several seconds: a signal
     # in the last milliseconds of a run, as it exits, may find the work done and no handler left)
@@ -68,6 +82,9 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "ndcg_plugin", "eval", QRELS, str(run), "NDCG_exp@10"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # the signal goes once the run file is open (the work has begun: on a loaded machine 0.3 s
+        # can still be the interpreter importing numpy and pyarrow), then ``delay`` later
+        _wait_until_open(proc, run)
         try:
             proc.wait(timeout=delay)
             continue  # finished first: nothing to interrupt
