@@ -157,8 +157,9 @@ def scenario(spark, name: str, workdir: Path, repeat: int) -> dict:
         for key, t in (("plugin", t_ours), ("max", t_max), ("re", t_theirs), ("local", t_local)):
             times[key].append(t)
     t_ours, t_max, t_theirs, t_local = (median(times[k]) for k in ("plugin", "max", "re", "local"))
-    printed = "".join(f"{m}\t{format_value(v, -1)}\n" for m, v in ((str(m), v) for m, v in ours.items()))
-    printed_max = "".join(f"{m}\t{format_value(v, -1)}\n" for m, v in ((str(m), v) for m, v in kept.items()))
+    def printed(values: dict) -> str:  # as the CLI prints them at -p -1
+        return "".join(f"{m}\t{format_value(v, -1)}\n" for m, v in values.items())
+
     return {
         "run_rows": rows, "qrels_rows": qrels_rows,
         "seconds": {"plugin_spark": t_ours, "plugin_spark_duplicates_max": t_max,
@@ -171,7 +172,7 @@ def scenario(spark, name: str, workdir: Path, repeat: int) -> dict:
                                       "ranking_evaluator": b_theirs / rows},
         "plugin_spark": {str(m): v for m, v in ours.items()}, "ranking_evaluator": theirs,
         # the generated logs repeat no pair: duplicates='max' must print the default's digits too
-        "printed_like_local_cli": printed == local and printed_max == local, "local_cli_output": local,
+        "printed_like_local_cli": printed(ours) == local and printed(kept) == local, "local_cli_output": local,
     }
 
 

@@ -71,10 +71,12 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
         raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "
                          f"ranking from the qrels; not {', '.join(others)}")
     foreign = [name for name, spec in specs if not is_own(spec.family)]
-    if duplicates != "error" and (strategy in ("top_k", "full") or (strategy == "auto" and foreign)):
+    if duplicates != "error" and strategy in ("top_k", "full"):
         raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only (strategy='engine'); the "
-                         f"Spark SQL plans refuse repeated pairs" + (f", and {foreign[0]} needs one of them (a family "
-                                                                     f"added in this process)" if foreign else ""))
+                         f"Spark SQL plans refuse repeated pairs")
+    if duplicates != "error" and strategy == "auto" and foreign:
+        raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only, and {foreign[0]} needs a "
+                         f"Spark SQL plan (a family added in this process), which refuses repeated pairs")
     if strategy == "engine" and foreign:
         raise Unsupported(f"{foreign[0]}: strategy='engine' evaluates in the executors' Python, where ndcg_plugin "
                           f"has its own families only, and this one was added in this process (add_family); the "

@@ -142,9 +142,10 @@ class Evaluation:
     def _settle(self, checks: dict) -> bool:
         """Raise for repeated pairs (the qrels' first, as the local engine reads them first); True
         when the plan is rebuilt and must run again: a query needs more discounts than the plan had,
-        or (engine plan) a query's rows came from several partitions with only their best rows, so
-        that its pairs could not all be checked (and a repeated pair's count may be short): every
-        row is shipped then."""
+        or (engine plan) a query could not be evaluated from the rows shipped: they came from several
+        partitions with only their best rows, so that its pairs could not all be checked (and a
+        repeated pair's count may be short), or (``duplicates='max'``) two copies of a pair were
+        among them: every row is shipped then."""
         from .failures import duplicate_error
         for kind in ("qrels", "run"):
             if kind == "run" and checks.get("unverified"):
