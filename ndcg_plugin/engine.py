@@ -165,12 +165,13 @@ def explain_query(index: QrelsIndex, run, query_id: str, spec: Spec) -> QueryTra
     run = run[run["query_id"] == query_id]
     values = compute(index, run, [spec], counts=[])[spec]
     rows = ranking.join(index, run, counts=[]).judge(index)
-    order = ranking.trec_eval_order(rows.group, rows.score, rows.docs)
+    docs = rows.doc_ids()
+    order = ranking.trec_eval_order(rows.group, rows.score, docs)
     rel, judged = rows.rel[order], rows.judged[order]
     kept = judged & (rel >= 0) if spec.judged_only else np.ones(len(order), dtype=bool)
     rank = np.where(kept, np.cumsum(kept), 0)
     top = kept & (rank <= spec.cutoff) if spec.cutoff is not None else kept
     counts = [None if a is None else float(a[code]) for a in (values.hits, values.returned)]
-    return QueryTrace(spec, rows.docs.take(from_numpy(order)).to_pylist(), rows.score[order], rel, judged, kept,
+    return QueryTrace(spec, docs.take(from_numpy(order)).to_pylist(), rows.score[order], rel, judged, kept,
                       rank, top, judged & (rel >= spec.rel), index.rel[index.key_q == code],
                       float(values.values[code]), *counts)

@@ -162,10 +162,13 @@ class QrelsIndex:
         order = np.argsort(fp, kind="stable")
         return fp[order], order
 
-    def labels(self, q: np.ndarray, docs: pa.ChunkedArray,
-               doc_fp: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def labels(self, q: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None = None,
+               doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged.
-        ``doc_fp``: ``columns.fingerprints(docs)``, when the caller has them."""
+        ``doc_at``: pair i's doc id is ``docs[doc_at[i]]`` (ascending; None: ``docs[i]``);
+        ``doc_fp``: the pairs' doc id fingerprints (``columns.fingerprints``), when the caller has them."""
+        if doc_at is not None and (self.exact or doc_fp is None):
+            docs, doc_at = take_sorted(as_arrow_strings(docs), doc_at), None
         n = len(q)
         judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
         if n == 0 or len(self.keys) == 0:
@@ -177,7 +180,8 @@ class QrelsIndex:
             pos = _searchsorted(self.keys, keys, near_sorted=len(q) < 2 or bool(np.all(q[1:] >= q[:-1])))
             rows = np.flatnonzero(self.keys[pos] == keys)
             at = pos[rows]
-            ok = _confirmed(as_arrow_strings(docs), rows, self._docs, self._doc_order[at])
+            ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
+                            self._doc_order[at])
             rows, at = rows[ok], at[ok]
         judged[rows] = True
         rel[rows] = self.rel[at]

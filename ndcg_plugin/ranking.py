@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
+from .columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
 
@@ -67,22 +67,29 @@ class Rows:
     q: np.ndarray       # qrels query code
     local: np.ndarray   # local query code (see the module docstring)
     score: np.ndarray
-    docs: pa.Array      # doc ids
+    docs: pa.Array      # doc ids of the run's rows (before any subset: see ``doc_at``)
     codes: np.ndarray   # qrels code of each local code
     rel: np.ndarray | None = None
     judged: np.ndarray | None = None
     sizes: np.ndarray | None = None    # rows per group code (when known without counting)
     matched: np.ndarray | None = None  # per group code: the qrels hold the query
-    doc_fp: np.ndarray | None = None   # columns.fingerprints(docs), when known (the duplicate check's)
+    doc_fp: np.ndarray | None = None   # each row's doc id fingerprint, when known (the duplicate check's)
+    doc_at: np.ndarray | None = None   # each row's position in ``docs`` (ascending); None: row i is docs[i]
 
     def subset(self, rows: np.ndarray) -> Rows:
-        """The rows at these indices (or this boolean mask)."""
+        """The rows at these indices, ascending (or this boolean mask). The doc ids are not copied:
+        the subset keeps their positions (strings are taken only for the few rows that need them)."""
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return Rows(self.group[rows], self.q[rows], self.local[rows], self.score[rows], take_sorted(self.docs, rows),
+        return Rows(self.group[rows], self.q[rows], self.local[rows], self.score[rows], self.docs,
                     self.codes, None if self.rel is None else self.rel[rows],
                     None if self.judged is None else self.judged[rows],
-                    doc_fp=None if self.doc_fp is None else self.doc_fp[rows])
+                    doc_fp=None if self.doc_fp is None else self.doc_fp[rows],
+                    doc_at=rows if self.doc_at is None else self.doc_at[rows])
+
+    def doc_ids(self) -> pa.ChunkedArray | pa.Array:
+        """The rows' doc ids, in row order."""
+        return self.docs if self.doc_at is None else take_sorted(as_arrow_strings(self.docs), self.doc_at)
 
     def group_sizes(self) -> np.ndarray:
         return self.sizes if self.sizes is not None else np.bincount(self.group)
@@ -96,7 +103,7 @@ class Rows:
     def judge(self, index: QrelsIndex) -> Rows:
         """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
         if self.rel is None:
-            self.judged, self.rel = index.labels(self.q, self.docs, self.doc_fp)
+            self.judged, self.rel = index.labels(self.q, self.docs, self.doc_fp, self.doc_at)
         return self
 
 
@@ -129,13 +136,14 @@ def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | Non
     else:
         counts.append((unmatched, len(q_map)))
     local_of_group = np.cumsum(matched) - 1
-    if unmatched:  # run queries absent from the qrels are ignored
-        rows = np.flatnonzero(matched[group])
-        group, score, docs = group[rows], score[rows], take_sorted(docs, rows)
-        doc_fp = None if doc_fp is None else doc_fp[rows]
+    doc_at = None
+    if unmatched:  # run queries absent from the qrels are ignored (their doc ids stay where they are)
+        doc_at = np.flatnonzero(matched[group])
+        group, score = group[doc_at], score[doc_at]
+        doc_fp = None if doc_fp is None else doc_fp[doc_at]
         sizes = np.where(matched, sizes, 0)
     return Rows(group, q_map[group], local_of_group[group], score, docs, q_map[matched], sizes=sizes,
-                matched=matched, doc_fp=doc_fp)
+                matched=matched, doc_fp=doc_fp, doc_at=doc_at)
 
 
 def is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
@@ -197,10 +205,12 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
     return np.flatnonzero(score >= kth[group])
 
 
-def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.ndarray:
+def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
+                    doc_at: np.ndarray | None = None) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
     order). Strings are compared only among rows whose scores tie: a tie of two rows (most ties
-    of a run with rounded scores) is put in order by one comparison, larger ties by a sort."""
+    of a run with rounded scores) is put in order by one comparison, larger ties by a sort.
+    ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``)."""
     if is_ranked(group, score):
         order = np.arange(len(group))  # already grouped and sorted by score descending
     else:
@@ -211,7 +221,8 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array) -> np.
         after = np.r_[False, tie]  # ties with the row before it
         rows = np.flatnonzero(after | np.r_[tie, False])
         tied = np.cumsum(~after[rows]) - 1  # one number per run of tied rows, increasing in rank order
-        keys = _descending_bytes(docs.take(from_numpy(order[rows])))
+        at = order[rows] if doc_at is None else doc_at[order[rows]]
+        keys = _descending_bytes(docs.take(from_numpy(at)))
         pair = np.bincount(tied)[tied] == 2
         at = np.flatnonzero(pair)  # the two rows of each pair are neighbours
         first, second = at[0::2], at[1::2]
@@ -253,7 +264,7 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     returned = rows.returned()
     top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())
     cand = (rows if top is None else rows.subset(top)).judge(index)
-    order = trec_eval_order(cand.group, cand.score, cand.docs)
+    order = trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at)
     rank = group_ranks(cand.group[order])
     if depth is not None:
         # the rows above depth, and those tied with the last of them: a tie group that
