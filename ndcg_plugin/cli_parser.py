@@ -112,6 +112,10 @@ def _add_eval(sub, parents: dict) -> None:
                    help="with --engine spark: engine (default: the local engine on each partition, in the "
                         "executors' Python, which must import ndcg_plugin), or a Spark SQL plan: top_k "
                         "(measures with a cutoff) or full")
+    e.add_argument("--spark-ship", choices=["auto", "best", "all"], default="auto",
+                   help="with --engine spark and the engine plan: best (cut each query's rows to its best before "
+                        "the shuffle: long lists), all (shuffle every row: lists of about k items), or auto "
+                        "(default: decided from the run's first rows); the numbers are the same")
     e.add_argument("--spark-master", default="local[*]", metavar="URL",
                    help="with --engine spark: the Spark master: local[N], local[*] (default), spark://HOST:PORT, "
                         "yarn or k8s://HOST:PORT")

@@ -334,7 +334,8 @@ CLI_MEASURES = ["NDCG_exp@10", "HitRate_item@3", "MRR_ignore@2", "NDCG_lin(judge
 
 
 @pytest.mark.parametrize("options", [[], ["-q"], ["-q", "-n"], ["-o", "jsonl"], ["-q", "-o", "jsonl", "-p", "-1"],
-                                     ["--spark-plan", "full", "-p", "-1"]])
+                                     ["--spark-plan", "full", "-p", "-1"], ["--spark-ship", "all", "-p", "-1"],
+                                     ["--spark-ship", "best", "-q", "-p", "-1"]])
 def test_cli_output_equals_the_local_engine(spark, capsys, tmp_path, options):
     rng = np.random.default_rng(3)
     qrels, run = _case(rng)
@@ -502,11 +503,13 @@ def _laid_out(spark, run: pd.DataFrame, layout: str):
     return spark.createDataFrame(run).repartition(3)
 
 
+@pytest.mark.parametrize("ship", ["best", "all"])
 @pytest.mark.parametrize("layout", ["grouped", "spread"])
-def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout):
-    # the engine plan (the local engine on each partition, only the best rows shipped when every
-    # measure has a cutoff) against Spark SQL's full plan, bit for bit; a grouped run is checked
-    # for repeated pairs in one job, a spread one makes the engine plan ship every row
+def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout, ship):
+    # the engine plan (the local engine on each partition; with ship='best' only the best rows
+    # shipped when every measure has a cutoff, with 'all' every row) against Spark SQL's full plan,
+    # bit for bit, so the two ways of shipping against each other too; with 'best' a grouped run is
+    # checked for repeated pairs in one job, a spread one makes the engine plan ship every row
     rng = np.random.default_rng(20261126)
     cases = [_long_case(rng) for _ in range(100)]
     qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
@@ -516,12 +519,14 @@ def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout):
         got = {}
         for strategy in ("engine", "full"):
             ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
-                                    strategy=strategy)
+                                    strategy=strategy, ship=ship if strategy == "engine" else "auto")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 got[strategy] = (ev.aggregates(), dict(ev.rows()))
             if strategy == "engine":
-                assert ev._ship_all == (layout == "spread" and names is TOP_K_MEASURES)
+                assert ev._ship_all == (ship == "best" and layout == "spread" and names is TOP_K_MEASURES)
+                assert ("MapInArrow ship" in _plan_text(ev)) == (ship == "best" and names is TOP_K_MEASURES
+                                                                 and not ev._ship_all)
         (agg, rows), (full_agg, full_rows) = got["engine"], got["full"]
         assert rows.keys() == full_rows.keys() and len(rows) > 300
         for q, values in rows.items():
@@ -537,7 +542,7 @@ def test_measures_the_top_k_plan_cannot_compute_are_refused_by_it_and_ship_every
         assert ev.strategy == "engine" and "MapInArrow ship" not in _plan_text(ev), m
         with pytest.raises(ValueError, match="strategy='top_k' computes measures with a cutoff"):
             ndcg_spark.prepare(qrels, run, [m], strategy="top_k")
-    ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", "NDCG_exp@10"])
+    ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", "NDCG_exp@10"], ship="best")
     assert ev.strategy == "engine" and "MapInArrow ship" in _plan_text(ev)
 
 
@@ -597,16 +602,22 @@ def test_one_action_per_evaluation_and_nothing_left_cached(spark, monkeypatch):
     qrels = spark.createDataFrame([("q", "d", 1), ("p", "e", 2)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0), ("q", "e", 0.5)], ["query_id", "doc_id", "score"])
     calls = []
-    for name in ("collect", "count", "toLocalIterator", "first", "take", "toPandas", "head"):
+    for name in ("collect", "count", "toLocalIterator", "first", "take", "toPandas", "head", "toArrow"):
         real = getattr(type(run), name)
         monkeypatch.setattr(type(run), name, lambda self, *a, _real=real, _name=name, **k: (
             calls.append(_name), _real(self, *a, **k))[1])
     before = _persistent(spark)
-    ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "HitRate_item@3", "MRR_zero@2"])
+    for ship in ("best", "all"):
+        ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "HitRate_item@3", "MRR_zero@2"], ship=ship)
     ndcg_spark.evaluate(qrels, run, ["NDCG_exp", "HitRate_item@3"])
-    assert calls == ["collect", "collect"] and _persistent(spark) == before
-    per_query = ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "MRR_ignore@2"], per_query=True)
-    assert calls[2:] == ["count"] and _persistent(spark) == before + 1
+    assert calls == ["collect", "collect", "collect"] and _persistent(spark) == before
+    # ship='auto' (the default) with every measure at a cutoff: a small job reads the run's first
+    # rows (their query ids) to decide, then the one action
+    ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "HitRate_item@3"])
+    assert calls[3:] == ["toArrow", "collect"] and _persistent(spark) == before
+    del calls[:]
+    per_query = ndcg_spark.evaluate(qrels, run, ["NDCG_exp@10", "MRR_ignore@2"], per_query=True, ship="all")
+    assert calls == ["count"] and _persistent(spark) == before + 1
     assert sorted(r["value"] is None for r in per_query.collect()) == [False, False, False, True]
     per_query.unpersist()
     assert _persistent(spark) == before
@@ -826,7 +837,7 @@ def test_duplicates_max_gives_the_local_engines_numbers_with_spark_cutting_the_r
         want = evaluator.calc_aggregate(run)
         want_rows = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
         ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
-                                duplicates="max")
+                                duplicates="max", ship="best")
         got, rows = ev.aggregates(), dict(ev.rows())
         # measures without a cutoff ship every row from the start; with cutoffs, some query here has
         # two copies among its best rows, so the cut plan ran and then shipped every row
@@ -851,7 +862,7 @@ def test_duplicates_max_with_copies_below_the_cut_needs_no_second_run(spark):
     want = NdcgPluginProvider(duplicates="max").evaluator(measures, qrels).calc_aggregate(run)
     for layout in ("grouped", "spread"):
         ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
-                                duplicates="max")
+                                duplicates="max", ship="best")
         plan = _plan_text(ev)
         assert "WindowGroupLimit" in plan and "Partial" in plan and "MapInArrow ship" not in plan
         got = ev.aggregates()
@@ -883,3 +894,33 @@ def test_cli_duplicates_max_on_spark_prints_the_local_output(spark, capsys, tmp_
     assert mine == local == "MRR_zero@10\t0.5\nHitRate_item@1\t0.5\n"
     code, _, err = _cli(capsys, "eval", "--engine", "spark", *args)
     assert code == 2 and "duplicate" in err
+
+
+@pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
+def test_ship_auto_cuts_long_lists_and_ships_short_lists_whole(spark):
+    # 'auto' looks at the run's first rows: 30 rows a query at @5 (more than 4 x 5) are cut to each
+    # query's best before the shuffle, 8 rows a query at @5 (fewer) are shuffled whole; the numbers
+    # are the local engine's both ways
+    from ndcg_plugin.provider import NdcgPluginProvider
+    measures = ndcg_plugin.parse_measures(["NDCG_exp@5", "HitRate_item@5", "MRR_ignore@3"])
+    for per_query, want_ship in ((30, "best"), (8, "all"), (11, "all")):
+        run = pd.DataFrame([(f"q{i}", f"d{j}", float((i * 7 + j * 3) % 11))
+                            for i in range(40) for j in range(per_query)], columns=["query_id", "doc_id", "score"])
+        qrels = pd.DataFrame([(f"q{i}", f"d{j}", (i + j) % 4) for i in range(0, 44, 2) for j in range(0, 30, 3)],
+                             columns=["query_id", "doc_id", "relevance"])
+        want = NdcgPluginProvider().evaluator(measures, qrels).calc_aggregate(run)
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, "grouped"), measures)
+        assert ev.ship == want_ship, per_query
+        assert ("MapInArrow ship" in _plan_text(ev)) == (want_ship == "best")
+        got = ev.aggregates()
+        assert all(_same(got[m], want[m]) for m in measures), (per_query, got, want)
+
+
+def test_ship_options_spark_cannot_apply_are_refused_by_name(spark):
+    qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
+    run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
+    with pytest.raises(ValueError, match="ship must be one of .*got 'some'"):
+        ndcg_spark.evaluate(qrels, run, ["HitRate@5"], ship="some")
+    for strategy in ("top_k", "full"):
+        with pytest.raises(ValueError, match=f"ship='all' chooses the rows the engine plan .*strategy='{strategy}'"):
+            ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy=strategy, ship="all")

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from ..errors import Unsupported
 from ..measures import examples, parse_measures, spec_of
 from ..measures.registry import is_own
-from .jobs import STRATEGIES, Evaluation
+from .jobs import SHIPS, STRATEGIES, Evaluation
 from .session import SparkUnavailable, check_master, require_spark, session
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
@@ -51,7 +51,7 @@ def _specs(measures: list) -> list:
     return specs
 
 
-def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
+def _strategy(specs: list, strategy: str, duplicates: str = "error", ship: str = "auto") -> str:
     from . import topk
     from .worker import POLICIES
     if strategy not in STRATEGIES:
@@ -62,6 +62,11 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
                          "with the highest score or label) or 'error'")
     if duplicates not in POLICIES:
         raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
+    if ship not in SHIPS:
+        raise ValueError(f"ship must be one of {SHIPS}, got {ship!r}")
+    if ship != "auto" and strategy in ("top_k", "full"):
+        raise ValueError(f"ship={ship!r} chooses the rows the engine plan (strategy='engine') shuffles; the Spark "
+                         f"SQL plan strategy={strategy!r} chooses its own")
     averaged = [name for name, spec in specs if spec.ties == "average"]
     if strategy in ("top_k", "full") and averaged:
         raise ValueError(f"{averaged[0]}: the Spark SQL plans order tied scores by doc id descending (ties='trec') "
@@ -77,6 +82,9 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
     if duplicates != "error" and strategy == "auto" and foreign:
         raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only, and {foreign[0]} needs a "
                          f"Spark SQL plan (a family added in this process), which refuses repeated pairs")
+    if ship != "auto" and strategy == "auto" and foreign:
+        raise ValueError(f"ship={ship!r} chooses the rows the engine plan shuffles, and {foreign[0]} needs a Spark "
+                         f"SQL plan (a family added in this process), which chooses its own")
     if strategy == "engine" and foreign:
         raise Unsupported(f"{foreign[0]}: strategy='engine' evaluates in the executors' Python, where ndcg_plugin "
                           f"has its own families only, and this one was added in this process (add_family); the "
@@ -89,7 +97,7 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error") -> str:
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
-            duplicates: str = "error") -> Evaluation:
+            duplicates: str = "error", ship: str = "auto") -> Evaluation:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
     ``strategy``: ``engine`` (the local engine on each partition: :mod:`.partitions`), ``top_k`` or
@@ -99,7 +107,12 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     else the full one. Every plan gives the same numbers. ``duplicates``: a repeated (query, doc)
     pair is refused (``error``, trec_eval's rule) or kept once at its highest score or label
     (``max``, as the local engine's option; the engine plan only, and with it the cut before the
-    shuffle is Spark's own, which makes it faster); ``first`` has no meaning in a DataFrame."""
+    shuffle is Spark's own, which makes it faster); ``first`` has no meaning in a DataFrame.
+    ``ship`` (engine plan, every measure with a cutoff K): ``best`` cuts each query's rows to its
+    best before the shuffle, ``all`` shuffles every row, ``auto`` decides from the run's first
+    rows (one small job; :func:`.partitions.worth_cutting`: the cut when lists are longer than 4K).
+    Pass ``best`` or ``all`` when the run is a DataFrame costly to compute, to skip that job. The
+    numbers are the same either way."""
     from . import inputs, plan
     names = {**DEFAULT_COLUMNS, **(columns or {})}
     unknown = set(names) - set(DEFAULT_COLUMNS)
@@ -109,17 +122,17 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     if not measures:
         raise ValueError(f"give at least one measure, e.g. {examples()[0]}")
     specs = _specs(measures)
-    chosen = _strategy(specs, strategy, duplicates)
+    chosen = _strategy(specs, strategy, duplicates, ship)
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
     # a family without a Spark hook refuses here, by name
-    return Evaluation(measures, specs, r, q, chosen, duplicates=duplicates)
+    return Evaluation(measures, specs, r, q, chosen, duplicates=duplicates, ship=ship)
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",
                   strategy: str = "auto", qrels_columns: dict | None = None,
-                  run_columns: dict | None = None, duplicates: str = "error") -> Evaluation:
+                  run_columns: dict | None = None, duplicates: str = "error", ship: str = "auto") -> Evaluation:
     """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
     :mod:`.files`). Errors in a file name the file (and the line, for a local file).
     ``qrels_columns``, ``run_columns``: a Parquet file's column names, as :func:`ndcg_plugin.read`'s
@@ -127,13 +140,13 @@ def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: s
     from . import files
     ev = prepare(files.read(spark, qrels, "qrels", columns=qrels_columns),
                  files.read(spark, run, "run", run_format, columns=run_columns), measures, strategy=strategy,
-                 duplicates=duplicates)
+                 duplicates=duplicates, ship=ship)
     ev.files = {str(qrels): ("qrels", "auto", qrels_columns), str(run): ("run", run_format, run_columns)}
     return ev
 
 
 def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: dict | None = None,
-             duplicates: str = "error"):
+             duplicates: str = "error", ship: str = "auto"):
     """Evaluate a run (Spark DataFrame) against qrels (Spark DataFrame): one Spark action.
 
     ``measures``: measure objects or strings (as ``ir_measures.parse_measure`` reads them). ``columns`` maps query, doc,
@@ -146,8 +159,9 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
     (nothing else stays cached).
     Repeated (query, doc) pairs (unless ``duplicates='max'``: see :func:`prepare`), NaN or infinite
     scores, missing or empty ids and non-integer labels raise ValueError, as in the local engine.
+    ``ship``: see :func:`prepare`.
     """
-    ev = prepare(qrels, run, measures, columns, duplicates=duplicates)
+    ev = prepare(qrels, run, measures, columns, duplicates=duplicates, ship=ship)
     return ev.per_query() if per_query else ev.aggregates()
 
 

@@ -15,6 +15,9 @@ from .session import quiet_pandas
 
 #: how each strategy names itself to the user
 STRATEGIES = ("auto", "engine", "top_k", "full")
+#: what the engine plan ships when every measure has a cutoff: each query's best rows, every row,
+#: or what a sample of the run says pays (:func:`.partitions.worth_cutting`)
+SHIPS = ("auto", "best", "all")
 
 
 @dataclass
@@ -35,9 +38,9 @@ class Evaluation:
     ``top_k`` (only each query's best rows are shuffled) and ``full`` (every row)."""
 
     def __init__(self, measures: list, specs: list, run, qrels, strategy: str, files: dict | None = None,
-                 duplicates: str = "error"):
+                 duplicates: str = "error", ship: str = "auto"):
         self.measures, self.strategy, self.files = measures, strategy, dict(files or {})
-        self.duplicates = duplicates
+        self.duplicates, self.ship = duplicates, ship
         self._specs, self._run, self._qrels = specs, run, qrels
         self._persisted = None
         self._checked: dict | None = None
@@ -50,7 +53,7 @@ class Evaluation:
     def _build(self, table: int) -> Built:
         from . import duplicates, full, partitions, plan, topk
         if self.strategy == "engine":
-            cut = not self._ship_all and all(topk.serves(s) for _, s in self._specs)
+            cut = not self._ship_all and all(topk.serves(s) for _, s in self._specs) and self._cuts()
             with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
                 every, summed, outs = partitions.per_query(
                     self._run, self._qrels, self.measures, [s for _, s in self._specs],
@@ -67,6 +70,15 @@ class Evaluation:
             rows, checks = full.rows(self._run, qrels, any(s.judged_only for _, s in self._specs))
             dups = None
         return Built(plan.per_query(rows, measure_plan, checks), measure_plan.outputs, dups, table)
+
+    def _cuts(self) -> bool:
+        """Whether the engine plan ships each query's best rows (``ship``; for ``auto``, decided once
+        from a sample of the run: :func:`.partitions.worth_cutting`); after it, ``ship`` says which."""
+        from . import partitions
+        if self.ship == "auto":
+            k = max(s.cutoff for _, s in self._specs)
+            self.ship = "best" if partitions.worth_cutting(self._run, k) else "all"
+        return self.ship == "best"
 
     @property
     def outputs(self) -> list:
