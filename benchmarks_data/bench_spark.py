@@ -99,10 +99,18 @@ def measured(spark, fn) -> tuple:
     return out, seconds, shuffle_bytes(spark) - before
 
 
+#: what the engine plan shipped in the last plugin run, per duplicate policy (ship='auto' decides)
+SHIPPED: dict = {}
+
+
 def plugin(spark, run_path: str, qrels_path: str, duplicates: str = "error") -> dict:
+    """``ndcg_spark.evaluate`` with its defaults (ship='auto'), as prepare + aggregates to see what it shipped."""
     from ndcg_plugin import spark as ndcg_spark
-    return ndcg_spark.evaluate(spark.read.parquet(qrels_path), spark.read.parquet(run_path), MEASURES,
-                               duplicates=duplicates)
+    ev = ndcg_spark.prepare(spark.read.parquet(qrels_path), spark.read.parquet(run_path), MEASURES,
+                            duplicates=duplicates)
+    values = ev.aggregates()
+    SHIPPED[duplicates] = ev.ship
+    return values
 
 
 def ranking_evaluator(spark, run_path: str, qrels_path: str, k: int = 10) -> dict:
@@ -166,6 +174,7 @@ def scenario(spark, name: str, workdir: Path, repeat: int) -> dict:
                     "ranking_evaluator_3_metrics": t_theirs, "local_cli": t_local},
         "runs": {"plugin_spark": times["plugin"], "plugin_spark_duplicates_max": times["max"],
                  "ranking_evaluator_3_metrics": times["re"], "local_cli": times["local"]},
+        "shipped": {"plugin_spark": SHIPPED["error"], "plugin_spark_duplicates_max": SHIPPED["max"]},
         "plugin_over_ranking_evaluator": t_ours / t_theirs,
         "plugin_duplicates_max_over_ranking_evaluator": t_max / t_theirs,
         "shuffle_bytes_per_run_row": {"plugin_spark": b_ours / rows, "plugin_spark_duplicates_max": b_max / rows,
