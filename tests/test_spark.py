@@ -147,6 +147,8 @@ def test_column_names_and_integer_ids(spark):
     ([("q", "d", float("inf"))], "run", "score must be a finite number"),
     ([("q", None, 1.0)], "run", "missing value in column doc_id"),
     ([("q", "", 1.0)], "run", "empty doc id"),
+    ([("", "d", 1.0)], "run", "empty query id"),          # read by ship='auto''s sample too
+    ([(None, "d", 1.0)], "run", "missing value in column query_id"),
     ([("q", "d", 1.0), ("q", "d", 2.0)], "run", r"^run: duplicate \(query_id, doc_id\) = \('q', 'd'\): 2 rows"),
     ([("q", "d", 1), ("q", "d", 0)], "qrels", r"^qrels: duplicate \(query_id, doc_id\) = \('q', 'd'\): 2 rows"),
 ])
@@ -155,8 +157,9 @@ def test_bad_input_is_refused(spark, rows, kind, message):
     good[kind] = rows
     qrels = spark.createDataFrame(good["qrels"], "query_id string, doc_id string, relevance long")
     run = spark.createDataFrame(good["run"], "query_id string, doc_id string, score double")
-    with pytest.raises(ValueError, match=message):
-        ndcg_spark.evaluate(qrels, run, ["NDCG_lin@3"])
+    for ship in ("auto", "best", "all"):
+        with pytest.raises(ValueError, match=message):
+            ndcg_spark.evaluate(qrels, run, ["NDCG_lin@3"], ship=ship)
 
 
 def test_non_integer_labels_and_float_ids_are_refused(spark):
@@ -910,9 +913,10 @@ def test_ship_auto_cuts_long_lists_and_ships_short_lists_whole(spark):
                              columns=["query_id", "doc_id", "relevance"])
         want = NdcgPluginProvider().evaluator(measures, qrels).calc_aggregate(run)
         ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, "grouped"), measures)
+        assert ev.ship == "auto"  # prepared: nothing has run, the sample waits for the first action
+        got = ev.aggregates()
         assert ev.ship == want_ship, per_query
         assert ("MapInArrow ship" in _plan_text(ev)) == (want_ship == "best")
-        got = ev.aggregates()
         assert all(_same(got[m], want[m]) for m in measures), (per_query, got, want)
 
 

@@ -48,7 +48,28 @@ class Evaluation:
         cutoffs = [s.cutoff for _, s in specs if s.cutoff is not None]
         from .plan import DEFAULT_DISCOUNTS
         unbounded = len(cutoffs) < len(specs)
-        self._built = self._build(max(cutoffs + [DEFAULT_DISCOUNTS if unbounded else 1]))
+        self._table = max(cutoffs + [DEFAULT_DISCOUNTS if unbounded else 1])
+        self._made: Built | None = None
+        if not self._samples():
+            self._made = self._build(self._table)
+        else:  # the plan waits for the first action, which samples the run first
+            from . import partitions
+            partitions.outputs(measures)  # what the plan would refuse, refused now, by name
+
+    def _samples(self) -> bool:
+        """Whether the plan's build samples the run (the engine plan, ``ship='auto'``, every measure
+        ranking the whole run with a cutoff): then it waits for an action."""
+        from . import topk
+        return (self.strategy == "engine" and self.ship == "auto" and not self._ship_all
+                and all(topk.serves(s) for _, s in self._specs))
+
+    @property
+    def _built(self) -> Built:
+        """The plan, built on first use: with ``ship='auto'`` its sample of the run is a Spark job,
+        which waits for an action (nothing runs when the evaluation is prepared)."""
+        if self._made is None:
+            self._made = self._build(self._table)
+        return self._made
 
     def _build(self, table: int) -> Built:
         from . import duplicates, full, partitions, plan, topk
@@ -74,15 +95,19 @@ class Evaluation:
     def _cuts(self) -> bool:
         """Whether the engine plan ships each query's best rows (``ship``; for ``auto``, decided once
         from a sample of the run: :func:`.partitions.worth_cutting`); after it, ``ship`` says which."""
-        from . import partitions
+        from . import failures, partitions
         if self.ship == "auto":
             k = max(s.cutoff for _, s in self._specs)
-            self.ship = "best" if partitions.worth_cutting(self._run, k) else "all"
+            with failures.reraise(self.files):  # the sample reads rows: a bad one is the evaluation's error
+                self.ship = "best" if partitions.worth_cutting(self._run, k) else "all"
         return self.ship == "best"
 
     @property
     def outputs(self) -> list:
-        return self._built.outputs
+        if self._made is None:  # the engine plan's outputs, known without building it (and sampling)
+            from . import partitions
+            return partitions.outputs(self.measures)
+        return self._made.outputs
 
     @property
     def wide(self):
@@ -108,7 +133,7 @@ class Evaluation:
         self._checked = None
         persisted = self._persisted is not None
         self.unpersist()
-        self._built = self._build(table)
+        self._made = self._build(table)
         if persisted:
             self.persist()
 
