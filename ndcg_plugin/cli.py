@@ -110,6 +110,11 @@ def cmd_eval(args) -> int:
         raise UsageError("QRELS and RUN cannot both be standard input (-): give one of them as a file")
     measures = _parse_measures([*args.measures, *args.more_measures])
     writer = EvalWriter(args.output, args.places)
+    given = [name for name, value in (("--spark-plan", args.spark_plan), ("--spark-ship", args.spark_ship),
+                                      ("--spark-master", args.spark_master), ("--spark-conf", args.spark_conf))
+             if value is not None]
+    if given and args.engine != "spark":
+        raise UsageError(f"{given[0]} applies to --engine spark only: add --engine spark, or drop {given[0]}")
     if args.engine == "spark":
         return _eval_spark(args, measures, writer)
     if args.provider:

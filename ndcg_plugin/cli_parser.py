@@ -108,15 +108,15 @@ def _add_eval(sub, parents: dict) -> None:
     e.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local (default) or spark: the same measures and output computed on Spark from text "
                         "or Parquet files (needs the [spark] extra and Java 17)")
-    e.add_argument("--spark-plan", choices=["engine", "top_k", "full"], default="engine",
+    e.add_argument("--spark-plan", choices=["engine", "top_k", "full"], default=None,
                    help="with --engine spark: engine (default: the local engine on each partition, in the "
                         "executors' Python, which must import ndcg_plugin), or a Spark SQL plan: top_k "
                         "(measures with a cutoff) or full")
-    e.add_argument("--spark-ship", choices=["auto", "best", "all"], default="auto",
+    e.add_argument("--spark-ship", choices=["auto", "best", "all"], default=None,
                    help="with --engine spark and the engine plan: best (cut each query's rows to its best before "
                         "the shuffle: long lists), all (shuffle every row: lists of about k items), or auto "
                         "(default: decided from the run's first rows); the numbers are the same")
-    e.add_argument("--spark-master", default="local[*]", metavar="URL",
+    e.add_argument("--spark-master", default=None, metavar="URL",
                    help="with --engine spark: the Spark master: local[N], local[*] (default), spark://HOST:PORT, "
                         "yarn or k8s://HOST:PORT")
 
@@ -126,7 +126,7 @@ def _add_eval(sub, parents: dict) -> None:
             raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. spark.driver.memory=8g), got {text!r}")
         return key.strip(), value
 
-    e.add_argument("--spark-conf", action="append", type=spark_conf, default=[], metavar="KEY=VALUE",
+    e.add_argument("--spark-conf", action="append", type=spark_conf, default=None, metavar="KEY=VALUE",
                    help="with --engine spark: a Spark setting, repeatable (e.g. spark.driver.memory=8g, "
                         "spark.sql.shuffle.partitions=400); on a local master the default is 2 partitions per core "
                         "and half the memory for the driver")

@@ -365,6 +365,10 @@ def _tiny(tmp_path):
     (["eval", "{q}", "{r}", "--block-size", "-1", "nDCG@10"], ["--block-size", ">= 0"]),
     (["eval", "{q}", "{r}", "--block-size", "8MB", "nDCG@10"], ["--block-size", "K, M or G", "'8MB'"]),
     (["eval", "{q}", "{r}", "--block-size", "1.5M", "nDCG@10"], ["--block-size", "K, M or G", "'1.5M'"]),
+    # a Spark option without --engine spark would be ignored: refused instead, by name
+    (["eval", "{q}", "{r}", "--spark-ship", "all", "nDCG@10"], ["--spark-ship", "--engine spark only"]),
+    (["eval", "{q}", "{r}", "--spark-master", "yarn", "nDCG@10"], ["--spark-master", "--engine spark only"]),
+    (["eval", "{q}", "{r}", "--spark-conf", "a=b", "nDCG@10"], ["--spark-conf", "--engine spark only"]),
     (["eval", "{q}", "{r}", "{r2}", "nDCG@10"], ["is a file, not a measure", "ndcg-plugin compare"]),
     (["explain", "{q}", "{r}", "--query", "q1", "-m", "nDCG@10", "RR"], ["explain takes one measure, got 2"]),
     (["eval", "{q}", "{r}", "nDCG@10", "--provider", "runtime"], ["provider runtime does not compute nDCG@10"]),

@@ -346,7 +346,10 @@ def test_cli_output_equals_the_local_engine(spark, capsys, tmp_path, options):
     qrels_path.write_text("".join(f"{q} 0 {d.replace(' ', '_')} {r}\n" for q, d, r in qrels.itertuples(index=False)))
     run_path.write_text("".join(f"{q}\tQ0\t{d.replace(' ', '_')}\t{i}\t{s!r}\tt\n"
                                 for i, (q, d, s) in enumerate(run.itertuples(index=False))))
-    code, local, _ = _cli(capsys, "eval", *options, str(qrels_path), str(run_path), *CLI_MEASURES)
+    # the --spark-* options go to the Spark side only (the local engine refuses them by name)
+    shared = [o for i, o in enumerate(options) if not o.startswith("--spark") and
+              not (i and options[i - 1].startswith("--spark"))]
+    code, local, _ = _cli(capsys, "eval", *shared, str(qrels_path), str(run_path), *CLI_MEASURES)
     assert code == 0
     code, mine, err = _cli(capsys, "eval", "--engine", "spark", *options, str(qrels_path), str(run_path), *CLI_MEASURES)
     assert code == 0, err

@@ -75,10 +75,11 @@ def files(args, measures: list) -> Iterator[tuple]:
     check(args, measures)
     qrels, ev = qrels_file(args.qrels), None
     try:
-        spark = session(args.spark_master, conf_for(args.spark_conf, [qrels, args.run]), quiet=True)
-        ev = prepare_files(spark, qrels, args.run, measures, args.run_format, strategy=args.spark_plan,
+        spark = session(args.spark_master or "local[*]", conf_for(args.spark_conf or [], [qrels, args.run]),
+                        quiet=True)
+        ev = prepare_files(spark, qrels, args.run, measures, args.run_format, strategy=args.spark_plan or "engine",
                            qrels_columns=args.qrels_columns, run_columns=args.run_columns,
-                           duplicates=args.duplicates, ship=args.spark_ship)
+                           duplicates=args.duplicates, ship=args.spark_ship or "auto")
         if args.by_query:
             ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
         yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
