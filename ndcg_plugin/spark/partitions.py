@@ -4,8 +4,9 @@ queries, so that every per-query value is the local engine's own (the same code 
 1. With a largest cutoff K (every measure has one, ranks the whole run with the qrels' ideal
    ranking: :func:`.topk.serves`), each input partition of the run keeps what can matter
    (:func:`.worker.shipped_rows`: the K best rows of each query in the partition, and every row of
-   the queries at the edges of its file splits, of repeated pairs), in a Python worker; with no
-   K, every row goes;
+   the queries at the edges of its file splits, of repeated pairs), in a Python worker, when that
+   cut pays (``ship='best'``, or ``'auto'`` and :func:`worth_cutting`); with no K, or
+   ``ship='all'``, every row goes;
 2. those rows and the qrels rows are hash-partitioned by query id together (the one exchange);
 3. each partition, in a Python worker, is checked for repeated pairs (exactly) and evaluated by
    :func:`ndcg_plugin.engine.compute` (:func:`.worker.evaluated`): one row per query, the per-query
