@@ -104,12 +104,15 @@ def worth_cutting(run: DataFrame, k: int) -> bool:
     """Whether shipping each query's best rows pays, from the first ``SAMPLE_ROWS`` rows of the run
     (one small job: ``limit``, the query ids only). The cut hands every run row to a Python worker
     once more before the shuffle (or, under ``duplicates='max'``, sorts every row in Spark's window),
-    which pays only when it leaves most rows behind. Measured in local[2], six measures at @10
-    (docs/spark.md): 10^7 log rows, 10 a user, 29.1 s with the cut against 17.9 s with every row
-    shipped; 10^7 list rows, 100 a user, 9.4 s against 9.8 s. Between the two (1 and 10 times K)
-    the break-even, from those two points, lies near 4 to 7 times K: lists longer than ``CUT_RATIO``
-    times K are cut. Both ways give the same numbers (tested against each other); only the time
-    differs."""
+    which costs time; what it saves is shuffle: lists of 10 x K shuffle 2.2 bytes a run row cut,
+    about 17 whole. Measured in local[2] (one machine: the shuffle stays on its disk), six measures
+    at @10, 10^7 run rows (docs/spark.md): 10 a user (1 x K), 29.1 s with the cut against 17.9 s
+    with every row shipped; in a later session, 30 a user 13.9 s against 9.7 s, 50 a user 9.2 s
+    against 8.3 s, 100 a user 8.4 s against 7.7 s (one earlier run: 9.4 s against 9.8 s). So on
+    one machine the cut costs up to 10 x K, and pays for itself only in the shuffle it saves, which
+    a cluster moves over its network: lists longer than ``CUT_RATIO`` times K, where the cut leaves
+    three quarters of the rows or more behind, are cut. Both ways give the same numbers (tested
+    against each other); only the time and the shuffle differ."""
     import pyarrow.compute as pc
     sample = run.select("q").limit(SAMPLE_ROWS).toArrow()
     if sample.num_rows == 0:
