@@ -56,12 +56,16 @@ class Evaluation:
             from . import partitions
             partitions.outputs(measures)  # what the plan would refuse, refused now, by name
 
-    def _samples(self) -> bool:
-        """Whether the plan's build samples the run (the engine plan, ``ship='auto'``, every measure
-        ranking the whole run with a cutoff): then it waits for an action."""
+    def _cut_applies(self) -> bool:
+        """Whether the engine plan may cut the run before the shuffle: every measure ranks the whole
+        run with a cutoff, and no earlier run asked for every row."""
         from . import topk
-        return (self.strategy == "engine" and self.ship == "auto" and not self._ship_all
-                and all(topk.serves(s) for _, s in self._specs))
+        return not self._ship_all and all(topk.serves(s) for _, s in self._specs)
+
+    def _samples(self) -> bool:
+        """Whether the plan's build samples the run (the engine plan, ``ship='auto'``, a cut that
+        applies): then it waits for an action."""
+        return self.strategy == "engine" and self.ship == "auto" and self._cut_applies()
 
     @property
     def _built(self) -> Built:
@@ -74,7 +78,7 @@ class Evaluation:
     def _build(self, table: int) -> Built:
         from . import duplicates, full, partitions, plan, topk
         if self.strategy == "engine":
-            cut = not self._ship_all and all(topk.serves(s) for _, s in self._specs) and self._cuts()
+            cut = self._cut_applies() and self._cuts()
             with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
                 every, summed, outs = partitions.per_query(
                     self._run, self._qrels, self.measures, [s for _, s in self._specs],
