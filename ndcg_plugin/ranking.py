@@ -58,6 +58,11 @@ class RankedRun:
         """Rows ranked within ``cutoff`` (all rows for None)."""
         return self.rank < cutoff if cutoff is not None else np.ones(len(self.rank), dtype=bool)
 
+    def all_in_top(self, cutoff: int | None) -> bool:
+        """Every row is ranked within ``cutoff`` (then :meth:`in_top` is all True, and the
+        measures skip the mask): the rows were cut at that depth, or no query is that long."""
+        return cutoff is None or len(self.rank) == 0 or int(self.rank.max()) < cutoff
+
 
 @dataclass
 class Rows:
@@ -211,29 +216,43 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
     order). Strings are compared only among rows whose scores tie: a tie of two rows (most ties
     of a run with rounded scores) is put in order by one comparison, larger ties by a sort.
     ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``)."""
+    return _trec_eval_order(group, score, docs, doc_at)[0]
+
+
+_NONE = np.zeros(0, dtype=np.intp)
+
+
+def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
+                     doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(:func:`trec_eval_order`, the positions it moves): for a ranked run (:func:`is_ranked`) the
+    order is the rows' own but for tied rows put in doc id order, and the positions are those
+    rows (often none); None when the order is a sort of the rows."""
     if is_ranked(group, score):
         order = np.arange(len(group))  # already grouped and sorted by score descending
+        gs, ss = group, score
     else:
         order = np.lexsort((-score, group))
-    gs, ss = group[order], score[order]
+        gs, ss = group[order], score[order]
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
-    if tie.any():
-        after = np.r_[False, tie]  # ties with the row before it
-        rows = np.flatnonzero(after | np.r_[tie, False])
-        tied = np.cumsum(~after[rows]) - 1  # one number per run of tied rows, increasing in rank order
-        at = order[rows] if doc_at is None else doc_at[order[rows]]
-        keys = _descending_bytes(docs.take(from_numpy(at)))
-        pair = np.bincount(tied)[tied] == 2
-        at = np.flatnonzero(pair)  # the two rows of each pair are neighbours
-        first, second = at[0::2], at[1::2]
-        swap = _before(keys, second, first)
-        a, b = rows[first[swap]], rows[second[swap]]
-        order[a], order[b] = order[b], order[a]
-        if not pair.all():
-            big = np.flatnonzero(~pair)
-            sub = rows[big]
-            order[sub] = order[sub][np.lexsort((*(k[big] for k in keys), tied[big]))]
-    return order
+    moved = _NONE if gs is group else None
+    if not tie.any():
+        return order, moved
+    after = np.r_[False, tie]  # ties with the row before it
+    rows = np.flatnonzero(after | np.r_[tie, False])
+    tied = np.cumsum(~after[rows]) - 1  # one number per run of tied rows, increasing in rank order
+    at = order[rows] if doc_at is None else doc_at[order[rows]]
+    keys = _descending_bytes(docs.take(from_numpy(at)))
+    pair = np.bincount(tied)[tied] == 2
+    at = np.flatnonzero(pair)  # the two rows of each pair are neighbours
+    first, second = at[0::2], at[1::2]
+    swap = _before(keys, second, first)
+    a, b = rows[first[swap]], rows[second[swap]]
+    order[a], order[b] = order[b], order[a]
+    if not pair.all():
+        big = np.flatnonzero(~pair)
+        sub = rows[big]
+        order[sub] = order[sub][np.lexsort((*(k[big] for k in keys), tied[big]))]
+    return order, None if moved is None else rows  # a ranked run's rows move only among their ties
 
 
 def _before(keys: tuple[np.ndarray, ...], i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -261,22 +280,40 @@ def _descending_bytes(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, ...]
 
 
 def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
+    """The rows that rank above ``depth`` (all rows for None), in trec_eval's order, ranked, with
+    their relevance (see :class:`RankedRun`, whose arrays may be the rows' own: read only)."""
     returned = rows.returned()
     top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())
     cand = (rows if top is None else rows.subset(top)).judge(index)
-    order = trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at)
-    rank = group_ranks(cand.group[order])
-    if depth is not None:
+    order, moved = _trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at)
+    # a ranked run's rows move only among rows of one query and one score: those stay in place
+    group_sorted = cand.group if moved is not None else cand.group[order]
+    score_sorted = cand.score if moved is not None else cand.score[order]
+    rank = group_ranks(group_sorted)
+    keep = None
+    if depth is not None and len(rank) and int(rank.max()) >= depth:
         # the rows above depth, and those tied with the last of them: a tie group that
         # straddles a cutoff stays whole, for ties="average"
-        group_sorted, score_sorted = cand.group[order], cand.score[order]
         at = rank == depth - 1
-        kth = np.full(int(group_sorted.max()) + 1 if len(group_sorted) else 0, np.nan)
+        kth = np.full(int(group_sorted.max()) + 1, np.nan)
         kth[group_sorted[at]] = score_sorted[at]
         keep = (rank < depth) | (score_sorted == kth[group_sorted])
-        order, rank = order[keep], rank[keep]
+        if keep.all():
+            keep = None
+
+    def ranked(a: np.ndarray, sorted_already: bool = False) -> np.ndarray:
+        """``a[order]``, restricted to the rows kept."""
+        if moved is None:
+            out = a[order]
+        elif sorted_already or not len(moved):
+            out = a
+        else:
+            out = a.copy()
+            out[moved] = a[order[moved]]
+        return out if keep is None else out[keep]
     pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
     empty = np.zeros(0, dtype=np.int64)
-    return RankedRun(q=cand.local[order], rank=rank, rel=cand.rel[order], judged=cand.judged[order],
-                     score=cand.score[order], returned=returned, pool_q=empty if pool is None else rows.local[pool],
+    return RankedRun(q=ranked(cand.local, True), rank=rank if keep is None else rank[keep], rel=ranked(cand.rel),
+                     judged=ranked(cand.judged), score=score_sorted if keep is None else score_sorted[keep],
+                     returned=returned, pool_q=empty if pool is None else rows.local[pool],
                      pool_rel=empty if pool is None else rows.rel[pool], nq=len(rows.codes), codes=rows.codes)

@@ -67,8 +67,10 @@ def _hits(ranked, spec: Spec):
     if spec.ties == "average":
         return ties.expected_hits(ranked, ranked.relevant(spec.rel), spec.cutoff)
     np = _np()
-    return np.bincount(ranked.q[ranked.relevant(spec.rel) & ranked.in_top(spec.cutoff)],
-                       minlength=ranked.nq).astype(np.float64)
+    hit = ranked.relevant(spec.rel)
+    if not ranked.all_in_top(spec.cutoff):
+        hit &= ranked.in_top(spec.cutoff)
+    return np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64)
 
 
 def _query_values(ranked, spec: Spec):

@@ -81,7 +81,7 @@ class MRRFamily(Family):
         relevant = ranked.relevant(spec.rel)
         if spec.ties == "average":
             return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=math.isnan(miss)))
-        hit = relevant & ranked.in_top(spec.cutoff)
+        hit = relevant if ranked.all_in_top(spec.cutoff) else relevant & ranked.in_top(spec.cutoff)
         first = np.full(ranked.nq, np.inf)
         np.minimum.at(first, ranked.q[hit], ranked.rank[hit].astype(np.float64))
         return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))

@@ -96,6 +96,14 @@ def gain_of(rel: Any, spec: Spec) -> Any:
     return gain
 
 
+def log2_discounts(n: int) -> Any:
+    """``np.log2(rank + 2.0)`` for the 0-based ranks 0..n-1: the divisor of the gain at each rank,
+    the same doubles as that expression computed per row (a test compares them); a table of the
+    deepest rank's size, looked up instead of a logarithm per row."""
+    np = _np()
+    return np.log2(np.arange(n, dtype=np.int64) + 2.0)
+
+
 def _name(spec: Spec) -> str:
     return next(m.NAME for m in FAMILY.measures if m.VARIANT == spec.variant)
 
@@ -192,8 +200,11 @@ class NDCGFamily(Family):
         if spec.ties == "average":
             dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
         else:
-            keep = ranked.rank < spec.cutoff if spec.cutoff is not None else np.ones(len(ranked.q), dtype=bool)
-            dcg = np.bincount(ranked.q[keep], weights=gain[keep] / np.log2(ranked.rank[keep] + 2.0),
+            q, rank = ranked.q, ranked.rank
+            if not ranked.all_in_top(spec.cutoff):
+                keep = rank < spec.cutoff
+                q, rank, gain = q[keep], rank[keep], gain[keep]
+            dcg = np.bincount(q, weights=gain / log2_discounts(int(rank.max()) + 1 if len(rank) else 0)[rank],
                               minlength=ranked.nq)
         if spec.ideal == "run":
             idcg = ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)

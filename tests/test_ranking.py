@@ -1,0 +1,79 @@
+"""The ranking's two ways to trec_eval's order: a run already grouped by query with scores
+descending (the usual TREC file, a recommender's lists) is ranked in place, only its tied rows
+moved; any other run is sorted. Differential: the same rows both ways give the same ranked
+arrays, bit for bit, and the discounts looked up in a table equal the logarithm per row."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ndcg_plugin import ranking
+from ndcg_plugin.measures.ndcg import log2_discounts
+from ndcg_plugin.qrels_index import QrelsIndex
+
+from .helpers import qrels_df, run_df
+
+
+@st.composite
+def ranked_runs(draw):
+    """(qrels rows, run rows grouped by query with scores descending, the same rows shuffled):
+    few distinct scores, so that ties (pairs and larger) are common, at the cutoff too."""
+    nq = draw(st.integers(1, 6))
+    qrels, run = [], []
+    for q in range(nq):
+        n = draw(st.integers(0, 14))
+        docs = draw(st.lists(st.sampled_from([f"d{i}" for i in range(20)] + ["d", "d10a", "e"]),
+                             min_size=n, max_size=n, unique=True))
+        scores = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0]), min_size=n, max_size=n))
+        rows = sorted(zip(docs, scores, strict=True), key=lambda r: -r[1])  # stable: ties in file order
+        run += [(f"q{q}", d, s) for d, s in rows]
+        judged = draw(st.lists(st.sampled_from(docs + ["z"]), unique=True)) if docs else ["z"]
+        qrels += [(f"q{q}", d, draw(st.integers(-1, 3))) for d in judged]
+    if draw(st.booleans()):
+        run.append(("unjudged-query", "d1", 1.0))
+    order = draw(st.permutations(range(len(run))))
+    return qrels, run, [run[i] for i in order]
+
+
+def _ranked(index, rows, depth):
+    return ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=ranked_runs(), depth=st.sampled_from([None, 1, 2, 3, 5, 10]))
+def test_a_ranked_run_is_ranked_in_place_as_the_sort_would_rank_it(case, depth):
+    qrels, run, shuffled = case
+    index = QrelsIndex(qrels_df(qrels))
+    rows = ranking.join(index, run_df(run), counts=[])
+    assert ranking.is_ranked(rows.group, rows.score)  # the in-place way is the one tested
+    in_place, sorted_ = _ranked(index, run, depth), _ranked(index, shuffled, depth)
+    # local query codes follow each file's order of queries: compare by qrels code
+    for name in ("rank", "rel", "judged", "score"):
+        a, b = getattr(in_place, name), getattr(sorted_, name)
+        key_a = np.lexsort((in_place.rank, in_place.codes[in_place.q]))
+        key_b = np.lexsort((sorted_.rank, sorted_.codes[sorted_.q]))
+        np.testing.assert_array_equal(a[key_a], b[key_b], err_msg=name)
+    np.testing.assert_array_equal(in_place.codes[in_place.q], np.sort(in_place.codes[in_place.q]))
+
+
+def test_ties_in_a_ranked_run_are_put_in_doc_id_descending_order():
+    # q1: d1 and d3 tie at 2.0 in file order d1, d3: trec_eval ranks d3 first; d2 and d9 and d10
+    # tie at 1.0: d9, d2, d10 in doc id descending (string) order
+    qrels = [("q1", "d3", 1), ("q1", "d9", 2)]
+    run = [("q1", "d1", 2.0), ("q1", "d3", 2.0), ("q1", "d10", 1.0), ("q1", "d2", 1.0), ("q1", "d9", 1.0)]
+    index = QrelsIndex(qrels_df(qrels))
+    got = _ranked(index, run, None)
+    assert got.rel.tolist() == [1, 0, 2, 0, 0]  # d3, d1, d9, d2, d10
+    assert got.judged.tolist() == [True, False, True, False, False]
+    assert got.rank.tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("n", [0, 1, 10, 1000, 100_000])
+def test_the_discount_table_holds_the_logarithm_computed_per_row(n):
+    ranks = np.random.default_rng(n).integers(0, max(n, 1), size=5000) if n else np.zeros(0, dtype=np.int64)
+    table = log2_discounts(n)
+    assert len(table) == n
+    assert table[ranks].tobytes() == np.log2(ranks + 2.0).tobytes()
+    assert table.tobytes() == np.log2(np.arange(n) + 2.0).tobytes()
