@@ -68,26 +68,33 @@ class RankedRun:
 class Rows:
     """The run's rows for qrels queries; relevance is joined on demand (:meth:`judge`), since
     most measures only need it for the few rows that rank within the cutoff."""
-    group: np.ndarray   # query code in order of appearance in the run
-    q: np.ndarray       # qrels query code
-    local: np.ndarray   # local query code (see the module docstring)
+    group: np.ndarray   # local query code (see the module docstring), in the run's order of queries
     score: np.ndarray
     docs: pa.Array      # doc ids of the run's rows (before any subset: see ``doc_at``)
     codes: np.ndarray   # qrels code of each local code
     rel: np.ndarray | None = None
     judged: np.ndarray | None = None
-    sizes: np.ndarray | None = None    # rows per group code (when known without counting)
-    matched: np.ndarray | None = None  # per group code: the qrels hold the query
+    sizes: np.ndarray | None = None    # rows per local code (when known without counting)
     doc_fp: np.ndarray | None = None   # each row's doc id fingerprint, when known (the duplicate check's)
     doc_at: np.ndarray | None = None   # each row's position in ``docs`` (ascending); None: row i is docs[i]
+
+    @property
+    def local(self) -> np.ndarray:
+        """Each row's local query code (the ``group``)."""
+        return self.group
+
+    @property
+    def q(self) -> np.ndarray:
+        """Each row's qrels query code."""
+        return self.codes[self.group]
 
     def subset(self, rows: np.ndarray) -> Rows:
         """The rows at these indices, ascending (or this boolean mask). The doc ids are not copied:
         the subset keeps their positions (strings are taken only for the few rows that need them)."""
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        return Rows(self.group[rows], self.q[rows], self.local[rows], self.score[rows], self.docs,
-                    self.codes, None if self.rel is None else self.rel[rows],
+        return Rows(self.group[rows], self.score[rows], self.docs, self.codes,
+                    None if self.rel is None else self.rel[rows],
                     None if self.judged is None else self.judged[rows],
                     doc_fp=None if self.doc_fp is None else self.doc_fp[rows],
                     doc_at=rows if self.doc_at is None else self.doc_at[rows])
@@ -97,13 +104,12 @@ class Rows:
         return self.docs if self.doc_at is None else take_sorted(as_arrow_strings(self.docs), self.doc_at)
 
     def group_sizes(self) -> np.ndarray:
-        return self.sizes if self.sizes is not None else np.bincount(self.group)
+        """Rows per local query."""
+        return self.sizes if self.sizes is not None else np.bincount(self.group, minlength=len(self.codes))
 
     def returned(self) -> np.ndarray:
-        """Rows per local query."""
-        if self.sizes is None or self.matched is None:
-            return np.bincount(self.local, minlength=len(self.codes))
-        return self.sizes[self.matched].astype(np.int64)
+        """Rows per local query, as int64."""
+        return self.group_sizes().astype(np.int64)
 
     def judge(self, index: QrelsIndex) -> Rows:
         """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
@@ -140,15 +146,14 @@ def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | Non
         report_unmatched(unmatched, len(q_map))
     else:
         counts.append((unmatched, len(q_map)))
-    local_of_group = np.cumsum(matched) - 1
     doc_at = None
     if unmatched:  # run queries absent from the qrels are ignored (their doc ids stay where they are)
         doc_at = np.flatnonzero(matched[group])
-        group, score = group[doc_at], score[doc_at]
+        local_of_group = (np.cumsum(matched) - 1).astype(group.dtype, copy=False)
+        group, score = local_of_group[group[doc_at]], score[doc_at]
         doc_fp = None if doc_fp is None else doc_fp[doc_at]
-        sizes = np.where(matched, sizes, 0)
-    return Rows(group, q_map[group], local_of_group[group], score, docs, q_map[matched], sizes=sizes,
-                matched=matched, doc_fp=doc_fp, doc_at=doc_at)
+        sizes = sizes[matched]
+    return Rows(group, score, docs, q_map[matched], sizes=sizes, doc_fp=doc_fp, doc_at=doc_at)
 
 
 def is_ranked(group: np.ndarray, score: np.ndarray) -> bool:
