@@ -215,6 +215,28 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
     return np.flatnonzero(score >= kth[group])
 
 
+def grouped_order(group: np.ndarray, score: np.ndarray) -> np.ndarray | None:
+    """``np.lexsort((-score, group))`` for rows whose ``group`` never goes down (a run grouped by
+    query, codes numbered by first appearance), the same permutation: each query's scores are a
+    row of a matrix, padded with +inf after them, sorted on its own and stably, which costs a
+    third to a half of one sort of every row for lists of tens of rows. None for other rows, or
+    when the matrix would be mostly padding (a few long lists among short ones)."""
+    n = len(group)
+    if n < 2:
+        return np.arange(n)
+    if np.any(group[1:] < group[:-1]):
+        return None
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    width = int(sizes.max())
+    if len(starts) * width > 2 * n + 4096:
+        return None
+    matrix = np.full((len(starts), width), np.inf)
+    matrix[np.repeat(np.arange(len(starts)), sizes), np.arange(n) - np.repeat(starts, sizes)] = -score
+    at = np.argsort(matrix, axis=1, kind="stable")  # the padding stays after a row's own scores
+    return (starts[:, None] + at)[at < sizes[:, None]]  # row by row: the queries in their order
+
+
 def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
                     doc_at: np.ndarray | None = None) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
@@ -236,7 +258,9 @@ def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
         order = np.arange(len(group))  # already grouped and sorted by score descending
         gs, ss = group, score
     else:
-        order = np.lexsort((-score, group))
+        order = grouped_order(group, score)
+        if order is None:
+            order = np.lexsort((-score, group))
         gs, ss = group[order], score[order]
     tie = (gs[1:] == gs[:-1]) & (ss[1:] == ss[:-1])
     moved = _NONE if gs is group else None

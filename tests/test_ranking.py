@@ -77,3 +77,28 @@ def test_the_discount_table_holds_the_logarithm_computed_per_row(n):
     assert len(table) == n
     assert table[ranks].tobytes() == np.log2(ranks + 2.0).tobytes()
     assert table.tobytes() == np.log2(np.arange(n) + 2.0).tobytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=40),
+       pool=st.lists(st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0, 1e300, -1e-300, float("inf"), float("-inf")]),
+                     min_size=1, max_size=5),
+       data=st.data())
+def test_grouped_order_is_the_lexsort_of_score_descending_within_each_query(sizes, pool, data):
+    group = np.repeat(np.arange(len(sizes)), sizes).astype(np.int32)
+    score = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=len(group), max_size=len(group))))
+    got = ranking.grouped_order(group, score)
+    expected = np.lexsort((-score, group))
+    if got is None:  # declined: only for a matrix mostly padding
+        assert len(sizes) * max(sizes) > 2 * len(group) + 4096
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_grouped_order_declines_rows_not_grouped_by_query():
+    assert ranking.grouped_order(np.array([0, 1, 0]), np.array([1.0, 2.0, 3.0])) is None
+    # one query of 10,000 rows among 1,000 of one row: the matrix would be mostly padding
+    group = np.r_[np.zeros(10_000, dtype=np.int64), np.arange(1, 1001)]
+    assert ranking.grouped_order(group, np.ones(len(group))) is None
+    got = ranking.grouped_order(np.array([0, 0, 0, 1, 1]), np.array([1.0, 3.0, 2.0, 5.0, 5.0]))
+    assert got.tolist() == [1, 2, 0, 3, 4]  # 3.0, 2.0, 1.0; then the tie in file order (stable)

@@ -118,10 +118,11 @@ def _example_column(qids: pa.Array, found: dict) -> pa.Array:
 
 def _unverified(run_codes: np.ndarray, nq: int, x: np.ndarray) -> np.ndarray:
     """Per run query: shipped from several partitions, some of them with only its best rows."""
-    tag, pids = _tag_and_partition(x.astype(np.int64))
-    cut = np.bincount(run_codes, weights=(tag == CAND), minlength=nq) > 0
-    if not cut.any():
-        return cut
+    tag, pids = _tag_and_partition(x.astype(np.int64, copy=False))
+    cand = tag == CAND
+    if not cand.any():  # every row shipped (ship='all', or no K)
+        return np.zeros(nq, dtype=bool)
+    cut = np.bincount(run_codes, weights=cand, minlength=nq) > 0
     low, span = int(pids.min()), int(pids.max() - pids.min()) + 1
     pairs = np.unique(run_codes.astype(np.int64) * span + (pids - low))   # (query, partition) once each
     partitions = np.bincount(pairs // span, minlength=nq)
@@ -158,14 +159,17 @@ def wide_schema(outputs: list) -> pa.Schema:
 POLICIES = ("error", "max")
 
 
-def _resolved(parsed, kind: str, x: np.ndarray | None) -> tuple[Any, np.ndarray | None, pa.Array | None]:
+def _resolved(parsed, kind: str, x: np.ndarray | None,
+              keys: tuple = (None, None)) -> tuple[Any, np.ndarray | None, pa.Array | None]:
     """``duplicates='max'``: (the rows with each repeated pair kept once, at its highest value, as
     :func:`ndcg_plugin.reading.duplicates.kept_rows` keeps them; their ``x``; the query ids whose
     repeated pair has a CAND row, or None). A query shipped with only its best rows cannot drop a
-    copy here: the row that would move up into its top K was not shipped."""
+    copy here: the row that would move up into its top K was not shipped. ``keys``: the rows'
+    group codes and doc fingerprints, when the caller has them."""
     from ..reading.duplicates import kept_rows, mask_of
     from ..reading.lines import Parsed
-    mask = mask_of(parsed.query_id, parsed.doc_id)
+    codes, fp = keys
+    mask = mask_of(parsed.query_id, parsed.doc_id, codes, fp)
     if mask is None or not mask.any():
         return parsed, x, None
     doubtful = None
@@ -173,7 +177,7 @@ def _resolved(parsed, kind: str, x: np.ndarray | None) -> tuple[Any, np.ndarray 
         cut = mask & (_tag_and_partition(x.astype(np.int64))[0] == CAND)
         doubtful = pc.unique(parsed.query_id.filter(pa.array(cut))) if cut.any() else None
     numbered = Parsed(parsed.layout, parsed.query_id, parsed.doc_id, parsed.value, np.arange(1, len(parsed) + 1))
-    keep = kept_rows(numbered, kind, "max", kind)
+    keep = kept_rows(numbered, kind, "max", kind, q_codes=codes, docs_fp=fp)
     if keep is None:
         return parsed, x, doubtful
     idx = pa.array(keep)
@@ -181,18 +185,19 @@ def _resolved(parsed, kind: str, x: np.ndarray | None) -> tuple[Any, np.ndarray 
             None if x is None else x[keep], doubtful)
 
 
-def _applied(duplicates: str, qrels, run, x: np.ndarray) -> tuple:
+def _applied(duplicates: str, qrels, run, x: np.ndarray, run_keys: tuple = (None, None)) -> tuple:
     """(qrels, run, x, repeated qrels pairs, repeated run pairs, doubtful query ids) under the
     policy: ``error`` finds the repeated pairs (:func:`_examples`), ``max`` keeps one copy of each
-    (:func:`_resolved`)."""
+    (:func:`_resolved`). ``run_keys``: the run's group codes and doc fingerprints, when the caller
+    has them."""
     from ..reading.duplicates import mask_of
     if duplicates == "max":
         qrels, _, _ = _resolved(qrels, "qrels", None)
-        run, x, doubtful = _resolved(run, "run", x)
+        run, x, doubtful = _resolved(run, "run", x, run_keys)
         return qrels, run, x, {}, {}, doubtful
     if duplicates == "error":
         return (qrels, run, x, _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id)),
-                _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id)), None)
+                _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id, *run_keys)), None)
     raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
 
 
@@ -202,7 +207,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
     that could not be checked), in :func:`wide_schema`. ``duplicates``: one of :data:`POLICIES`;
     under ``max`` a query whose repeated pair came with only its best rows is ``unverified``."""
     from .. import engine
-    from ..columns import group_codes
+    from ..columns import fingerprints, group_codes
     from ..qrels_index import QrelsIndex
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
@@ -212,8 +217,12 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
                    qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
                  rt.column("s").to_numpy(), None)
-    qrels, run, x, dup_qrels, dup_run, doubtful = _applied(duplicates, qrels, run, rt.column("x").to_numpy())
-    codes, run_ids, sizes = group_codes(run.query_id)
+    groups, doc_fp = group_codes(run.query_id), fingerprints(run.doc_id)  # for the checks and the engine
+    qrels, kept, x, dup_qrels, dup_run, doubtful = _applied(duplicates, qrels, run, rt.column("x").to_numpy(),
+                                                            (groups[0], doc_fp))
+    if kept is not run:  # duplicates='max' dropped rows
+        run, groups, doc_fp = kept, group_codes(kept.query_id), None
+    codes, run_ids, sizes = groups
     unverified = _unverified(codes, len(sizes), x)
     if doubtful is not None:
         unverified |= pc.is_in(run_ids, value_set=doubtful).to_numpy(zero_copy_only=False)
@@ -222,7 +231,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
         index = QrelsIndex(qrels)
         nq, q_of_run, qids = index.nq, index.code_of(run_ids), index.qid_values.cast(pa.string())
         values = (engine.empty_values(index, specs) if dup_qrels or dup_run or not len(run)
-                  else engine.compute(index, run, specs, counts=[]))  # counted: unmatched queries are not warned of
+                  else engine.compute(index, run, specs, [], groups, q_of_run, doc_fp))  # counted: not warned of
     else:
         nq, q_of_run, qids = 0, np.full(len(sizes), -1), pa.array([], pa.string())
     matched, only_run = q_of_run >= 0, np.flatnonzero(q_of_run < 0)
