@@ -45,8 +45,8 @@ def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArr
 def _searchsorted(haystack: np.ndarray, needles: np.ndarray, near_sorted: bool = False) -> np.ndarray:
     """``np.searchsorted(haystack, needles)`` clipped to valid positions, searched in the needles'
     sorted order (numpy then starts each search where the last one ended: half the time on
-    random 64-bit keys). ``near_sorted``: the needles already come in runs of close keys (pair
-    keys of a run grouped like the qrels), which searches as fast without the sort."""
+    random 64-bit keys). ``near_sorted``: the needles already come in runs of close keys, which
+    search as fast without the sort (:func:`_in_runs`)."""
     if not near_sorted and len(needles) > 1 and np.any(needles[1:] < needles[:-1]):
         order = np.argsort(needles)
         pos = np.empty(len(needles), dtype=np.intp)
@@ -54,6 +54,22 @@ def _searchsorted(haystack: np.ndarray, needles: np.ndarray, near_sorted: bool =
     else:
         pos = np.searchsorted(haystack, needles)
     return np.minimum(pos, len(haystack) - 1)
+
+
+def _in_runs(q: np.ndarray, haystack: int) -> bool:
+    """Whether pair keys with these query codes are searched as fast in their own order as sorted
+    (see :func:`_searchsorted`): the codes come sorted, or in runs of one code (a run grouped by
+    query, its queries in any order) long enough that each run's searches, after its first, find
+    the keys just touched in cache: 64 rows a run on average, or 4 against at most 2^20 keys.
+    Measured (2.5M keys searched): in runs of 10 against 750k keys 0.14 s unsorted against 0.34 s
+    with the sort; runs of 1000 against 7000 keys 0.04 against 0.25; but runs of 10 against 7.5M
+    keys 0.62 against 0.39, and runs of 4 against 4M keys 1.1 against 0.4."""
+    if len(q) < 2:
+        return True
+    runs = 1 + int(np.count_nonzero(q[1:] != q[:-1]))
+    if 64 * runs <= len(q) or (4 * runs <= len(q) and haystack <= 1 << 20):
+        return True
+    return bool(np.all(q[1:] >= q[:-1]))
 
 
 def _sorted_codes(qids: pa.ChunkedArray, groups: tuple | None = None) -> tuple[pa.Array, np.ndarray]:
@@ -177,7 +193,7 @@ class QrelsIndex:
             at, rows = self._exact_positions(q, docs)
         else:
             keys = self._pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
-            pos = _searchsorted(self.keys, keys, near_sorted=len(q) < 2 or bool(np.all(q[1:] >= q[:-1])))
+            pos = _searchsorted(self.keys, keys, near_sorted=_in_runs(q, len(self.keys)))
             rows = np.flatnonzero(self.keys[pos] == keys)
             at = pos[rows]
             ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,

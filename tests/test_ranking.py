@@ -102,3 +102,4 @@ def test_grouped_order_declines_rows_not_grouped_by_query():
     assert ranking.grouped_order(group, np.ones(len(group))) is None
     got = ranking.grouped_order(np.array([0, 0, 0, 1, 1]), np.array([1.0, 3.0, 2.0, 5.0, 5.0]))
     assert got.tolist() == [1, 2, 0, 3, 4]  # 3.0, 2.0, 1.0; then the tie in file order (stable)
+

@@ -201,6 +201,25 @@ def _applied(duplicates: str, qrels, run, x: np.ndarray, run_keys: tuple = (None
     raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
 
 
+def _sides(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(the qrels rows, the run rows) of a shuffled partition: a qrels row has no score. Batch by
+    batch: the shuffle hands over the rows of each map task together, and a map task reads either
+    the run or the qrels, so most batches are all one or the other and only the few mixed ones
+    are filtered."""
+    judged, ranked = [], []
+    for batch in table.to_batches():
+        nulls = batch.column("s").null_count
+        if nulls == 0:
+            ranked.append(batch)
+        elif nulls == batch.num_rows:
+            judged.append(batch)
+        else:
+            is_qrels = batch.column("s").is_null()
+            judged.append(batch.filter(is_qrels))
+            ranked.append(batch.filter(pc.invert(is_qrels)))
+    return pa.Table.from_batches(judged, table.schema), pa.Table.from_batches(ranked, table.schema)
+
+
 def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "error") -> pa.Table:
     """One row per query of a shuffled partition (q, d, s, x): its values by the
     local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
@@ -211,8 +230,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
     from ..qrels_index import QrelsIndex
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
-    is_qrels = table.column("s").is_null()
-    qt, rt = table.filter(is_qrels), table.filter(pc.invert(is_qrels))
+    qt, rt = _sides(table)
     qrels = Parsed(LAYOUTS["trec"], strings(qt.column("q")), strings(qt.column("d")),
                    qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
