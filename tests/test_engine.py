@@ -192,6 +192,17 @@ def test_gains_override_listed_labels_only():
     assert agg(NDCG_exp(gains={2: 10}) @ 3, qrels_df(q), run_df(r)) == pytest.approx(expected)
 
 
+def test_a_gain_for_label_0_goes_to_judged_docs_only():
+    # gains {0: 5}: "a" judged 0 gains 5, "x" unjudged gains 0 -> DCG 0 + 5/log2(3) + 1/log2(4);
+    # ideal: gains 5 (a) then 1 (b) -> 5 + 1/log2(3)
+    qrels = qrels_df([("q", "a", 0), ("q", "b", 1)])
+    run = run_df([("q", "x", 3.0), ("q", "a", 2.0), ("q", "b", 1.0)])
+    expected = (5 / log2(3) + 1 / log2(4)) / (5 + 1 / log2(3))
+    assert per_query(NDCG_lin(gains={0: 5}) @ 3, qrels, run)["q"] == pytest.approx(expected, abs=1e-15)
+    expected_exp = (5 / log2(3) + 1 / log2(4)) / (5 + 1 / log2(3))  # 2^1 - 1 = 1: the same gains
+    assert per_query(NDCG_exp(gains={0: 5}) @ 3, qrels, run)["q"] == pytest.approx(expected_exp, abs=1e-15)
+
+
 def test_judged_only_drops_unjudged_docs_before_cutting():
     qrels = qrels_df([("q", "a", 1), ("q", "b", 1)])
     run = run_df([("q", "x", 3.0), ("q", "a", 2.0), ("q", "b", 1.0)])

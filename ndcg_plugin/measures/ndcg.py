@@ -83,7 +83,7 @@ def gain_of(rel: Any, spec: Spec) -> Any:
     """Gain per relevance label (numpy): the variant's gain of labels >= 0, then the overrides of
     labels >= 0; negative labels always have gain 0 (trec_eval treats them as unjudged)."""
     np = _np()
-    rel = rel.astype(np.int64)
+    rel = rel.astype(np.int64, copy=False)
     with np.errstate(over="ignore"):
         gain = pick(_GAIN, spec, "the local engine")(np.maximum(rel, 0).astype(np.float64))
     for label, g in spec.gains:
@@ -196,7 +196,9 @@ class NDCGFamily(Family):
         from .. import ties
         from ..aggregate import Values
         np = _np()
-        gain = np.where(ranked.judged, gain_of(ranked.rel, spec), 0.0)
+        gain = gain_of(ranked.rel, spec)  # an unjudged row has label 0, whose gain is 0 unless gains= sets it
+        if any(label == 0 for label, _ in spec.gains):
+            gain = np.where(ranked.judged, gain, 0.0)
         if spec.ties == "average":
             dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
         else:
