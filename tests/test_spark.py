@@ -531,6 +531,7 @@ def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout, ship):
                 got[strategy] = (ev.aggregates(), dict(ev.rows()))
             if strategy == "engine":
                 assert ev._ship_all == (ship == "best" and layout == "spread" and names is TOP_K_MEASURES)
+                assert ev.ship == ("all" if ev._ship_all else ship)  # what the numbers came from
                 assert ("MapInArrow ship" in _plan_text(ev)) == (ship == "best" and names is TOP_K_MEASURES
                                                                  and not ev._ship_all)
         (agg, rows), (full_agg, full_rows) = got["engine"], got["full"]
@@ -848,6 +849,7 @@ def test_duplicates_max_gives_the_local_engines_numbers_with_spark_cutting_the_r
         # measures without a cutoff ship every row from the start; with cutoffs, some query here has
         # two copies among its best rows, so the cut plan ran and then shipped every row
         assert ev._ship_all == (names is TOP_K_MEASURES)
+        assert ev.ship == ("all" if ev._ship_all else "best")
         assert all(_same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
         for q, values in rows.items():
             for m, v in zip(measures, values, strict=True):

@@ -98,7 +98,8 @@ class Evaluation:
 
     def _cuts(self) -> bool:
         """Whether the engine plan ships each query's best rows (``ship``; for ``auto``, decided once
-        from a sample of the run: :func:`.partitions.worth_cutting`); after it, ``ship`` says which."""
+        from a sample of the run: :func:`.partitions.worth_cutting`); after it, ``ship`` says which
+        (and becomes ``all`` when the run is evaluated again with every row: :meth:`_settle`)."""
         from . import failures, partitions
         if self.ship == "auto":
             k = max(s.cutoff for _, s in self._specs)
@@ -190,7 +191,7 @@ class Evaluation:
         from .failures import duplicate_error
         for kind in ("qrels", "run"):
             if kind == "run" and checks.get("unverified"):
-                self._ship_all = True
+                self._ship_all, self.ship = True, "all"  # ship says what the numbers came from
                 self._rebuild(self._built.discounts)
                 return True
             found = checks[f"dup_{kind}"]
