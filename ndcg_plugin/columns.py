@@ -131,10 +131,15 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
 def group_codes(values: Any) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
     the number of rows per code, computed from the runs of equal values: a run file grouped by
-    query has one run per query, so only as many strings as queries are hashed."""
-    arr = as_arrow_strings(values)
+    query has one run per query, so only as many strings as queries are hashed. An Arrow column
+    of integers is grouped as it is (its uniques are integers: the Spark worker's integer ids);
+    anything else as strings."""
+    integers = isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type)
+    arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
+        else as_arrow_strings(values)
     if len(arr) == 0:
-        return np.zeros(0, dtype=np.int32), empty_strings(), np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int32), arr.combine_chunks() if integers else empty_strings(), \
+            np.zeros(0, dtype=np.int64)
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
     run_values, run_lengths = [], []

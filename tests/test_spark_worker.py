@@ -102,6 +102,26 @@ def test_shipped_rows_hold_each_querys_k_best_in_trec_eval_order(seed):
     assert len(got) == len(set(got))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_integer_ids_ship_the_rows_their_decimal_strings_ship(seed):
+    # the integer path (ids as their own keys, no string per row) against the same ids cast to
+    # strings: the same rows with the same tags, repeated pairs (some) included
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(1, 400))
+    q = rng.integers(-3, 15, size=n) * (10 ** int(rng.integers(0, 12)))
+    if seed % 3:
+        q = np.sort(q)
+    d = rng.integers(-5, 40, size=n) if seed % 2 else rng.permutation(np.arange(n) - 100)
+    s = rng.choice([0.0, 1.0, 2.5, -1.0, 3.0], size=n)
+    split = np.sort(rng.integers(0, 3, size=n))
+    k = int(rng.integers(1, 6))
+    ints = worker.shipped_rows(_table(q.tolist(), d.tolist(), s.tolist(), split.tolist()), k, 3)
+    text = worker.shipped_rows(_table([str(x) for x in q], [str(x) for x in d], s.tolist(), split.tolist()), k, 3)
+    assert ints.column("q").type == pa.int64() and text.column("q").type == pa.string()
+    as_text = [(str(a), str(b), c, x) for a, b, c, x in zip(*(ints.column(n).to_pylist() for n in "qdsx"), strict=True)]
+    assert as_text == list(zip(*(text.column(n).to_pylist() for n in "qdsx"), strict=True))
+
+
 def _case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
     queries = [f"q{i}" for i in range(int(rng.integers(1, 8)))]
     docs = [f"d{i}" for i in range(int(rng.integers(2, 12)))]

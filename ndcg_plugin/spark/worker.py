@@ -64,7 +64,14 @@ def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
     from ..ranking import candidates
     from ..reading.duplicates import mask_of
     n = table.num_rows
-    qs, ds = strings(table.column("q")), strings(table.column("d"))
+    qs, ds = table.column("q"), table.column("d")
+    keys = None
+    if pa.types.is_integer(qs.type) and pa.types.is_integer(ds.type):
+        # integer ids: a value is its one decimal string, so the values themselves are exact keys
+        # (grouped as they are, the doc ids as their own fingerprints): no string made per row
+        keys = ds.to_numpy().astype(np.int64, copy=False).view(np.uint64)
+    else:
+        qs, ds = strings(qs), strings(ds)
     score = table.column("s").to_numpy()
     split = table.column("split").to_numpy()
     codes, _, sizes = group_codes(qs)
@@ -86,7 +93,7 @@ def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
         keep[:] = True
     else:
         keep[top] = True
-    repeated = mask_of(qs, ds, q_codes=codes)
+    repeated = mask_of(qs, ds, q_codes=codes, docs_fp=keys)
     if repeated is not None:
         keep |= repeated
     rows = pa.array(np.flatnonzero(keep))
