@@ -1,5 +1,5 @@
 """The qrels index's lookups: the labels of (query, doc) pairs whatever order the keys are
-searched in (their own order, or sorted first: a speed choice, :func:`qrels_index._in_runs`)."""
+searched in (their own order, or sorted first: a speed choice, :func:`qrels_index.in_runs`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,9 +25,9 @@ def test_the_labels_are_the_same_searched_in_the_rows_order_or_sorted(sizes, see
     q = np.repeat(rng.permutation(nq), sizes)
     docs = [f"d{d}" for d in rng.integers(0, 60, len(q))]
     codes = index.code_of([f"q{i}" for i in q])
-    keys = index._pair_keys(codes, fingerprints(pa.array(docs)))
-    np.testing.assert_array_equal(qrels_index._searchsorted(index.keys, keys, near_sorted=True),
-                                  qrels_index._searchsorted(index.keys, keys, near_sorted=False))
+    keys = index.pair_keys(codes, fingerprints(pa.array(docs)))
+    np.testing.assert_array_equal(qrels_index.search_sorted(index.keys, keys, near_sorted=True),
+                                  qrels_index.search_sorted(index.keys, keys, near_sorted=False))
     judged, rel = index.labels(codes, pa.chunked_array([pa.array(docs)]))
     truth = {(a, b): r for a, b, r in qrels}
     expected = [truth.get((f"q{i}", d)) for i, d in zip(q, docs, strict=True)]
@@ -39,8 +39,8 @@ def test_keys_in_runs_are_searched_in_their_order_scattered_keys_sorted_first():
     sorted_codes = np.repeat(np.arange(10), 3)
     runs_of_10 = np.repeat(np.random.default_rng(0).permutation(1000), 10)
     scattered = np.random.default_rng(1).integers(0, 1000, 10_000)
-    assert qrels_index._in_runs(sorted_codes, 10**7)
-    assert qrels_index._in_runs(runs_of_10, 10**5)       # a small index: runs of 4 or more
-    assert not qrels_index._in_runs(runs_of_10, 10**7)   # a large one: runs of 64 or more
-    assert qrels_index._in_runs(np.repeat(runs_of_10[::10], 100), 10**7)
-    assert not qrels_index._in_runs(scattered, 10**5)
+    assert qrels_index.in_runs(sorted_codes, 10**7)
+    assert qrels_index.in_runs(runs_of_10, 10**5)       # a small index: runs of 4 or more
+    assert not qrels_index.in_runs(runs_of_10, 10**7)   # a large one: runs of 64 or more
+    assert qrels_index.in_runs(np.repeat(runs_of_10[::10], 100), 10**7)
+    assert not qrels_index.in_runs(scattered, 10**5)
