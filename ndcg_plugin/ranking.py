@@ -49,6 +49,13 @@ class RankedRun:
     pool_rel: np.ndarray
     nq: int
     codes: np.ndarray
+    deepest: int | None = None  # the largest rank held + 1 (0 for no row): found once, on first use
+
+    def ranks_held(self) -> int:
+        """The largest rank held + 1 (0 for no row): how deep the rows go."""
+        if self.deepest is None:
+            self.deepest = int(self.rank.max()) + 1 if len(self.rank) else 0
+        return self.deepest
 
     def relevant(self, rel: int) -> np.ndarray:
         """Rows judged with a label >= ``rel``."""
@@ -61,7 +68,7 @@ class RankedRun:
     def all_in_top(self, cutoff: int | None) -> bool:
         """Every row is ranked within ``cutoff`` (then :meth:`in_top` is all True, and the
         measures skip the mask): the rows were cut at that depth, or no query is that long."""
-        return cutoff is None or len(self.rank) == 0 or int(self.rank.max()) < cutoff
+        return cutoff is None or self.ranks_held() <= cutoff
 
 
 @dataclass

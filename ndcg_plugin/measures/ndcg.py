@@ -206,8 +206,7 @@ class NDCGFamily(Family):
             if not ranked.all_in_top(spec.cutoff):
                 keep = rank < spec.cutoff
                 q, rank, gain = q[keep], rank[keep], gain[keep]
-            dcg = np.bincount(q, weights=gain / log2_discounts(int(rank.max()) + 1 if len(rank) else 0)[rank],
-                              minlength=ranked.nq)
+            dcg = np.bincount(q, weights=gain / log2_discounts(ranked.ranks_held())[rank], minlength=ranked.nq)
         if spec.ideal == "run":
             idcg = ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
         else:
