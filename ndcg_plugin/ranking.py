@@ -86,11 +86,6 @@ class Rows:
     doc_at: np.ndarray | None = None   # each row's position in ``docs`` (ascending); None: row i is docs[i]
 
     @property
-    def local(self) -> np.ndarray:
-        """Each row's local query code (the ``group``)."""
-        return self.group
-
-    @property
     def q(self) -> np.ndarray:
         """Each row's qrels query code."""
         return self.codes[self.group]
@@ -349,7 +344,7 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
         return out if keep is None else out[keep]
     pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
     empty = np.zeros(0, dtype=np.int64)
-    return RankedRun(q=ranked(cand.local, True), rank=rank if keep is None else rank[keep], rel=ranked(cand.rel),
+    return RankedRun(q=ranked(cand.group, True), rank=rank if keep is None else rank[keep], rel=ranked(cand.rel),
                      judged=ranked(cand.judged), score=score_sorted if keep is None else score_sorted[keep],
-                     returned=returned, pool_q=empty if pool is None else rows.local[pool],
+                     returned=returned, pool_q=empty if pool is None else rows.group[pool],
                      pool_rel=empty if pool is None else rows.rel[pool], nq=len(rows.codes), codes=rows.codes)
