@@ -75,5 +75,13 @@ def normalise(df: DataFrame, kind: str, names: dict) -> DataFrame:
 def file_split() -> Column:
     """A number per file split a row was read from (the same for every row of a DataFrame not read
     from files): where a run grouped by query may continue in another split, for the checks of
-    repeated pairs that look at each input partition's edges (:mod:`.duplicates`, :mod:`.worker`)."""
-    return F.xxhash64(F.input_file_name(), F.input_file_block_start())
+    repeated pairs that look at each input partition's edges (:mod:`.duplicates`, :mod:`.worker`).
+
+    Made of the split's start and length, not the file's name: ``input_file_name()`` made the
+    hand-off of the run's rows to the Python worker 10-30% slower (docs/spark.md). Two splits with
+    the same start and length (the first splits of two files of one size, packed into one
+    partition) then share a number, and a query at the edge between them counts as inside the
+    partition: that costs time (its query, if it goes on in another partition, makes the
+    evaluation run again with every row), never exactness, since those checks ship every row of
+    a query they cannot prove whole, or run again."""
+    return F.xxhash64(F.input_file_block_start(), F.input_file_block_length())
