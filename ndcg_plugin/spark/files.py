@@ -24,7 +24,7 @@ from .failures import fail, is_local, local_path, reraise
 
 WS = r"[ \t\n\x0B\f\r]"
 INTEGER = r"\A[+-]?[0-9]+\z"
-DECIMAL = r"\A[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
+DECIMAL = r"\A[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\z"  # reading.formats.DECIMAL's, for Java
 
 
 def is_parquet(path: str) -> bool:
