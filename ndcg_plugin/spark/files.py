@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..errors import VALUE_COLUMN, InputError
-from ..reading.formats import LAYOUTS, RUN_FORMATS
+from ..reading.formats import LAYOUTS, RUN_FORMATS, WHITESPACE
 from .failures import fail, is_local, local_path, reraise
 
 WS = r"[ \t\n\x0B\f\r]"
@@ -139,7 +139,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
         with reraise({str(path): (kind, run_format, None)}):
             df = _strip_bom_of_first_lines(df)
     value = F.col("value")
-    trimmed = F.regexp_replace(value, f"\\A{WS}+|{WS}+\\z", "")
+    trimmed = F.btrim(value, F.lit(WHITESPACE.decode("ascii")))  # not {WS}+\z: quadratic in a long inner run
     df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
     comment = value.startswith("#") if kind == "qrels" else F.get("f", 0).startswith("#")
     # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
