@@ -1,6 +1,7 @@
 """Small builders for tests, and the one way tests run the command in a process of its own."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -29,3 +30,17 @@ def ranked(qid: str, rels: list[int], prefix: str = "d"):
     qrels = [(qid, f"{prefix}{i}", r) for i, r in enumerate(rels)]
     run = [(qid, f"{prefix}{i}", float(len(rels) - i)) for i in range(len(rels))]
     return qrels, run
+
+
+def same(a: float, b: float) -> bool:
+    """The same double, bit for bit (NaN: no value, on both sides)."""
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def local_engine(qrels: pd.DataFrame, run: pd.DataFrame, measures: list) -> tuple[dict, dict]:
+    """(aggregates, {(query, measure): value}) from the local engine (the plugin's provider)."""
+    import ir_measures
+    evaluator = ir_measures.providers.registry["ndcg_plugin"].evaluator(measures, qrels)
+    aggregates = evaluator.calc_aggregate(run)
+    per_query = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
+    return aggregates, per_query

@@ -22,6 +22,8 @@ import ndcg_plugin  # noqa: E402
 from ndcg_plugin import spark as ndcg_spark  # noqa: E402
 from ndcg_plugin.spark import SparkUnavailable  # noqa: E402
 
+from .helpers import local_engine, same  # noqa: E402
+
 MEASURES = [
     "NDCG_lin@3", "NDCG_exp@5", "NDCG_lin", "NDCG_exp", "NDCG_lin(ideal='run')@3", "NDCG_exp(ideal='run')",
     "NDCG_lin(judged_only=True)@3", "NDCG_exp(judged_only=True,ideal='run')@4",
@@ -60,19 +62,6 @@ def _case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.DataFrame(run, columns=["query_id", "doc_id", "score"]))
 
 
-def _local(qrels: pd.DataFrame, run: pd.DataFrame, measures: list) -> tuple[dict, dict]:
-    """(aggregates, {(query, measure): value}) from the local engine (the plugin's provider)."""
-    evaluator = ir_measures.providers.registry["ndcg_plugin"].evaluator(measures, qrels)
-    aggregates = evaluator.calc_aggregate(run)
-    per_query = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
-    return aggregates, per_query
-
-
-def _same(a: float, b: float) -> bool:
-    """The same double, bit for bit (NaN: no value, on both sides)."""
-    return (math.isnan(a) and math.isnan(b)) or a == b
-
-
 def _batched(spark, cases: list, measures: list, strategy: str = "auto", parts: int = 0):
     """Every case in one Spark evaluation: case i's query ids are prefixed 'c<i>|'; ``parts``: the
     run cut into that many partitions at random (each query's rows spread over them)."""
@@ -103,13 +92,13 @@ def test_random_cases_equal_the_local_engine(spark):
     for i, (qrels, run) in enumerate(cases):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            local_agg, local_pq = _local(qrels, run, measures)
+            local_agg, local_pq = local_engine(qrels, run, measures)
         for m in measures:
-            assert _same(aggregates[f"c{i}"][m], local_agg[m]), (i, str(m), aggregates[f"c{i}"][m], local_agg[m])
+            assert same(aggregates[f"c{i}"][m], local_agg[m]), (i, str(m), aggregates[f"c{i}"][m], local_agg[m])
         mine = {(q, m): v for (c, q, m), v in per_query.items() if c == f"c{i}"}
         assert set(mine) == set(local_pq), i
         for key, value in local_pq.items():
-            assert _same(mine[key], value), (i, key, mine[key], value)
+            assert same(mine[key], value), (i, key, mine[key], value)
             checked += 1
     assert checked > 10_000
 
@@ -410,14 +399,14 @@ def test_ties_average_is_computed_by_the_engine_plan_and_refused_by_the_sql_plan
     run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
     measures = ndcg_plugin.parse_measures(["NDCG_lin(ties='average')@3", "NDCG_exp(ties='average')@5",
                                            "HitRate(ties='average')@2", "MRR_zero(ties='average')@4"])
-    local, local_pq = _local(qrels, run, measures)
+    local, local_pq = local_engine(qrels, run, measures)
     for layout in ("grouped", "spread"):
         ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             assert ev.aggregates() == local, layout
         got = {(q, str(m)): v for q, vs in ev.rows() for m, v in zip(measures, vs, strict=True)}
-        assert got.keys() == local_pq.keys() and all(_same(got[k], v) for k, v in local_pq.items()), layout
+        assert got.keys() == local_pq.keys() and all(same(got[k], v) for k, v in local_pq.items()), layout
 
 
 def test_exponential_gain_overflow_is_refused_as_locally(spark):
@@ -490,13 +479,13 @@ def test_the_top_k_plan_gives_what_the_full_plan_gives(spark):
         _, fast_agg, fast = _batched(spark, cases, measures, "top_k", parts=3)
         _, full_agg, slow = _batched(spark, cases, measures, "full", parts=3)
         assert fast.keys() == slow.keys() and len(fast) > 1000
-        assert all(_same(fast[k], slow[k]) for k in fast), [k for k in fast if not _same(fast[k], slow[k])][:5]
-        assert all(_same(fast_agg[c][m], full_agg[c][m]) for c in fast_agg for m in measures)
+        assert all(same(fast[k], slow[k]) for k in fast), [k for k in fast if not same(fast[k], slow[k])][:5]
+        assert all(same(fast_agg[c][m], full_agg[c][m]) for c in fast_agg for m in measures)
         for i in (0, 1, 2):  # and the local engine's numbers, case by case
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                _, local = _local(*cases[i], measures)
-            assert all(_same(fast[(f"c{i}", q, m)], v) for (q, m), v in local.items())
+                _, local = local_engine(*cases[i], measures)
+            assert all(same(fast[(f"c{i}", q, m)], v) for (q, m), v in local.items())
 
 
 def _laid_out(spark, run: pd.DataFrame, layout: str):
@@ -537,8 +526,8 @@ def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout, ship):
         (agg, rows), (full_agg, full_rows) = got["engine"], got["full"]
         assert rows.keys() == full_rows.keys() and len(rows) > 300
         for q, values in rows.items():
-            assert all(_same(a, b) for a, b in zip(values, full_rows[q], strict=True)), q
-        assert all(_same(agg[m], full_agg[m]) for m in measures)
+            assert all(same(a, b) for a, b in zip(values, full_rows[q], strict=True)), q
+        assert all(same(agg[m], full_agg[m]) for m in measures)
 
 
 def test_measures_the_top_k_plan_cannot_compute_are_refused_by_it_and_ship_every_row_in_the_engine_plan(spark):
@@ -596,7 +585,7 @@ def test_ranks_beyond_the_discount_table_run_again_with_a_longer_one(spark, monk
     measures = ndcg_plugin.parse_measures(["NDCG_lin", "NDCG_exp(gains={0:0.5})", "HitRate@2"])
     ev = ndcg_spark.prepare(spark.createDataFrame(qrels), spark.createDataFrame(run), measures)
     got = ev.aggregates()
-    local, local_pq = _local(qrels, run, measures)
+    local, local_pq = local_engine(qrels, run, measures)
     assert got == local
     assert {(q, str(m)): v for q, vs in ev.rows() for m, v in zip(measures, vs, strict=True)} == local_pq
 
@@ -681,7 +670,7 @@ def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strateg
     for name, run in layouts.items():
         ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run, measures, strategy=strategy)
         if name == "none":
-            assert ev.aggregates() == _local(qrels, clean, measures)[0]
+            assert ev.aggregates() == local_engine(qrels, clean, measures)[0]
             continue
         with pytest.raises(ValueError, match=r"^run: duplicate \(query_id, doc_id\) = \('u031', 'i29'\): 2 rows"):
             ev.aggregates()
@@ -850,10 +839,10 @@ def test_duplicates_max_gives_the_local_engines_numbers_with_spark_cutting_the_r
         # two copies among its best rows, so the cut plan ran and then shipped every row
         assert ev._ship_all == (names is TOP_K_MEASURES)
         assert ev.ship == ("all" if ev._ship_all else "best")
-        assert all(_same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
+        assert all(same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
         for q, values in rows.items():
             for m, v in zip(measures, values, strict=True):
-                assert _same(v, want_rows[(q, str(m))]), (q, str(m))
+                assert same(v, want_rows[(q, str(m))]), (q, str(m))
 
 
 def test_duplicates_max_with_copies_below_the_cut_needs_no_second_run(spark):
@@ -875,7 +864,7 @@ def test_duplicates_max_with_copies_below_the_cut_needs_no_second_run(spark):
         assert "WindowGroupLimit" in plan and "Partial" in plan and "MapInArrow ship" not in plan
         got = ev.aggregates()
         assert not ev._ship_all, layout
-        assert all(_same(got[m], want[m]) for m in measures), layout
+        assert all(same(got[m], want[m]) for m in measures), layout
 
 
 def test_duplicates_policies_spark_cannot_apply_are_refused_by_name(spark):
@@ -922,7 +911,7 @@ def test_ship_auto_cuts_long_lists_and_ships_short_lists_whole(spark):
         got = ev.aggregates()
         assert ev.ship == want_ship, per_query
         assert ("MapInArrow ship" in _plan_text(ev)) == (want_ship == "best")
-        assert all(_same(got[m], want[m]) for m in measures), (per_query, got, want)
+        assert all(same(got[m], want[m]) for m in measures), (per_query, got, want)
 
 
 def test_ship_options_spark_cannot_apply_are_refused_by_name(spark):

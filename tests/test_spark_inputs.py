@@ -7,18 +7,16 @@ several to a partition, and check that the engine plan's numbers and its refusal
 pairs do not depend on it: a query it cannot prove whole is evaluated again with every row."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
 
 pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
 
-import ir_measures  # noqa: E402
-
 import ndcg_plugin  # noqa: E402
 from ndcg_plugin import spark as ndcg_spark  # noqa: E402
+
+from .helpers import local_engine, same  # noqa: E402
 
 MEASURES = ["NDCG_lin@2", "NDCG_exp@2", "HitRate@2", "HitRate_item@2", "MRR_zero@2", "MRR_ignore@1"]
 PER_QUERY = 11        # rows per query: queries straddle the files' and the splits' edges
@@ -100,10 +98,6 @@ def packed(spark):
         spark.conf.set(k, v)
 
 
-def _same(a: float, b: float) -> bool:
-    return (math.isnan(a) and math.isnan(b)) or a == b
-
-
 @pytest.mark.parametrize("sizes", [[LINES, LINES, LINES], [LINES, LINES + 1, LINES + 2]])
 def test_a_grouped_run_over_files_gives_the_local_engines_numbers(packed, tmp_path, sizes):
     # files of one size: their tails have one start and length, so the edge between two tails
@@ -113,19 +107,17 @@ def test_a_grouped_run_over_files_gives_the_local_engines_numbers(packed, tmp_pa
     folder, run = _write(tmp_path, _rows(rng, sizes), sizes)
     qrels = _qrels(rng, run)
     measures = ndcg_plugin.parse_measures(MEASURES)
-    evaluator = ir_measures.providers.registry["ndcg_plugin"].evaluator(measures, qrels)
-    want = evaluator.calc_aggregate(run)
-    want_rows = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
+    want, want_rows = local_engine(qrels, run, measures)
     spark = packed
     df = _read(spark, folder)
     assert df.rdd.getNumPartitions() < 2 * len(sizes)  # some partitions hold two splits
     ev = ndcg_spark.prepare(spark.createDataFrame(qrels), df, measures, ship="best")
     got, rows = ev.aggregates(), dict(ev.rows())
-    assert all(_same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
+    assert all(same(got[m], want[m]) for m in measures), [(str(m), got[m], want[m]) for m in measures]
     assert len(rows) == qrels["query_id"].nunique()
     for q, values in rows.items():
         for m, v in zip(measures, values, strict=True):
-            assert _same(v, want_rows[(q, str(m))]), (q, str(m), v, want_rows[(q, str(m))])
+            assert same(v, want_rows[(q, str(m))]), (q, str(m), v, want_rows[(q, str(m))])
     assert ev.ship == ("all" if len(set(sizes)) == 1 else "best")
 
 
