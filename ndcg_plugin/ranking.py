@@ -12,7 +12,7 @@ proportional to its own rows and queries, not to the size of the qrels.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -49,12 +49,13 @@ class RankedRun:
     pool_rel: np.ndarray
     nq: int
     codes: np.ndarray
-    deepest: int | None = None  # the largest rank held + 1 (0 for no row): found once, on first use
+    deepest: int = field(init=False, repr=False)  # derived from ``rank``: see ranks_held
+
+    def __post_init__(self) -> None:
+        self.deepest = int(self.rank.max()) + 1 if len(self.rank) else 0
 
     def ranks_held(self) -> int:
         """The largest rank held + 1 (0 for no row): how deep the rows go."""
-        if self.deepest is None:
-            self.deepest = int(self.rank.max()) + 1 if len(self.rank) else 0
         return self.deepest
 
     def relevant(self, rel: int) -> np.ndarray:

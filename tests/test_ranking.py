@@ -56,6 +56,10 @@ def test_a_ranked_run_is_ranked_in_place_as_the_sort_would_rank_it(case, depth):
         key_b = np.lexsort((sorted_.rank, sorted_.codes[sorted_.q]))
         np.testing.assert_array_equal(a[key_a], b[key_b], err_msg=name)
     np.testing.assert_array_equal(in_place.codes[in_place.q], np.sort(in_place.codes[in_place.q]))
+    for ranked in (in_place, sorted_):  # how deep the rows go, against its definition
+        assert ranked.ranks_held() == (int(ranked.rank.max()) + 1 if len(ranked.rank) else 0)
+        for cutoff in (None, 1, 2, 3, 5, 10):
+            assert ranked.all_in_top(cutoff) == bool(np.all(ranked.in_top(cutoff)))
 
 
 def test_ties_in_a_ranked_run_are_put_in_doc_id_descending_order():
