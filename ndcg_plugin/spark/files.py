@@ -22,7 +22,7 @@ from ..errors import VALUE_COLUMN, InputError
 from ..reading.formats import LAYOUTS, RUN_FORMATS, WHITESPACE
 from .failures import fail, is_local, local_path, reraise
 
-WS = r"[ \t\n\x0B\f\r]"
+WS = "[" + "".join(f"\\x{b:02X}" for b in WHITESPACE) + "]"  # the local reader's whitespace, for Java
 INTEGER = r"\A[+-]?[0-9]+\z"
 DECIMAL = r"\A[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\z"  # reading.formats.DECIMAL's, for Java
 
