@@ -49,8 +49,11 @@ def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | 
     family the registry does not know is refused by name before anything is read."""
     specs = list(dict.fromkeys(specs))
     families = {spec: family(spec.family) for spec in specs}
-    rows = ranking.join(index, run, counts, groups, q_map, doc_fp)
-    if any(s.judged_only or families[s].needs_every_row(s) for s in specs):
+    every = any(s.judged_only or families[s].needs_every_row(s) for s in specs)
+    # with one depth asked of every row, a ranked run is cut at it as it is joined
+    cut = None if every or not specs or any(s.cutoff is None for s in specs) else max(s.cutoff for s in specs)
+    rows = ranking.join(index, run, counts, groups, q_map, doc_fp, depth=cut)
+    if every:
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, ranking.RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):

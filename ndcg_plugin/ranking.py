@@ -85,6 +85,7 @@ class Rows:
     sizes: np.ndarray | None = None    # rows per local code (when known without counting)
     doc_fp: np.ndarray | None = None   # each row's doc id fingerprint, when known (the duplicate check's)
     doc_at: np.ndarray | None = None   # each row's position in ``docs`` (ascending); None: row i is docs[i]
+    cut: int | None = None  # the rows held are only those that can rank above this depth (see join)
 
     @property
     def q(self) -> np.ndarray:
@@ -94,6 +95,9 @@ class Rows:
     def subset(self, rows: np.ndarray) -> Rows:
         """The rows at these indices, ascending (or this boolean mask). The doc ids are not copied:
         the subset keeps their positions (strings are taken only for the few rows that need them)."""
+        if self.cut is not None:
+            raise ValueError("these rows hold only the top of each query (cut at a depth): subset rows joined "
+                             "without a depth")
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         return Rows(self.group[rows], self.score[rows], self.docs, self.codes,
@@ -107,12 +111,14 @@ class Rows:
         return self.docs if self.doc_at is None else take_sorted(as_arrow_strings(self.docs), self.doc_at)
 
     def group_sizes(self) -> np.ndarray:
-        """Rows per local query."""
-        return self.sizes if self.sizes is not None else np.bincount(self.group, minlength=len(self.codes))
+        """Rows held per local query."""
+        if self.sizes is not None and self.cut is None:
+            return self.sizes
+        return np.bincount(self.group, minlength=len(self.codes))
 
     def returned(self) -> np.ndarray:
-        """Rows per local query, as int64."""
-        return self.group_sizes().astype(np.int64)
+        """Rows the run holds per local query (with those below a cut), as int64."""
+        return (self.sizes if self.sizes is not None else self.group_sizes()).astype(np.int64)
 
     def judge(self, index: QrelsIndex) -> Rows:
         """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
@@ -134,11 +140,16 @@ def report_unmatched(unmatched: int, total: int) -> None:
 
 
 def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None,
-         q_map: np.ndarray | None = None, doc_fp: np.ndarray | None = None) -> Rows:
+         q_map: np.ndarray | None = None, doc_fp: np.ndarray | None = None, depth: int | None = None) -> Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given.
     ``groups`` (:func:`columns.group_codes` of the run's query ids) and ``q_map`` (their qrels
-    codes) and ``doc_fp`` (the doc ids' fingerprints), when the caller has them."""
+    codes) and ``doc_fp`` (the doc ids' fingerprints), when the caller has them.
+
+    ``depth``: only ranks above it will be asked for (:func:`rank_rows` with that depth). Then a
+    ranked run (:func:`is_ranked`) whose lists go deeper is cut at once: the rows kept are those
+    :func:`candidates` keeps, of the queries the qrels hold, taken in one pass (the rows ``cut``
+    at ``depth``; ``sizes`` still counts every row). Any other run is joined whole."""
     qids, docs, score = columns_of(run, "score")
     score = score.astype(np.float64, copy=False)
     group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
@@ -149,6 +160,11 @@ def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | Non
         report_unmatched(unmatched, len(q_map))
     else:
         counts.append((unmatched, len(q_map)))
+    if depth is not None and len(sizes) and int(sizes.max()) > depth and is_ranked(group, score):
+        top = ranked_top(score, sizes, depth, matched)
+        local = group[top] if not unmatched else (np.cumsum(matched) - 1).astype(group.dtype, copy=False)[group[top]]
+        return Rows(local, score[top], docs, q_map[matched], sizes=sizes[matched],
+                    doc_fp=None if doc_fp is None else doc_fp[top], doc_at=top, cut=depth)
     doc_at = None
     if unmatched:  # run queries absent from the qrels are ignored (their doc ids stay where they are)
         doc_at = np.flatnonzero(matched[group])
@@ -178,27 +194,9 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
     n = len(group)
     if depth is None or n == 0 or sizes.max() <= depth:
         return None
-    starts = np.cumsum(sizes) - sizes
     if ranked:
-        take = np.minimum(sizes, depth)
-        first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-        extra = []
-        deep = np.flatnonzero(sizes > depth)
-        kth = score[starts[deep] + depth - 1]
-        pos, ends = starts[deep] + depth, starts[deep] + sizes[deep]
-        while len(pos):  # rows tied with the depth-th one follow it directly
-            more = pos < ends
-            more[more] = score[pos[more]] == kth[more]
-            pos, ends, kth = pos[more], ends[more], kth[more]
-            extra.append(pos.copy())
-            pos += 1
-        if not any(len(e) for e in extra):
-            return first
-        keep = np.zeros(n, dtype=bool)  # ascending without a sort
-        keep[first] = True
-        for e in extra:
-            keep[e] = True
-        return np.flatnonzero(keep)
+        return ranked_top(score, sizes, depth)
+    starts = np.cumsum(sizes) - sizes
     if np.all(group[1:] >= group[:-1]) and len(sizes) * int(sizes.max()) <= 4 * n + 4096:
         present = sizes > 0
         if np.all(sizes[present] == sizes[present][0]):
@@ -216,6 +214,34 @@ def candidates(group: np.ndarray, score: np.ndarray, depth: int | None, ranked: 
         kth = np.full(len(sizes), -np.inf)
         kth[gs[at]] = score[order][at]
     return np.flatnonzero(score >= kth[group])
+
+
+def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarray | None = None) -> np.ndarray:
+    """:func:`candidates` of a ranked run (:func:`is_ranked`; ``sizes``: rows per query, in the
+    run's order of queries): each query's first ``depth`` rows and the rows that tie with the
+    last of them, ascending; only the queries where ``only`` is True (None: every query)."""
+    starts = np.cumsum(sizes) - sizes
+    take = np.minimum(sizes, depth)
+    if only is not None:
+        take = np.where(only, take, 0)
+    first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+    extra = []
+    deep = np.flatnonzero(sizes > depth if only is None else (sizes > depth) & only)
+    kth = score[starts[deep] + depth - 1]
+    pos, ends = starts[deep] + depth, starts[deep] + sizes[deep]
+    while len(pos):  # rows tied with the depth-th one follow it directly
+        more = pos < ends
+        more[more] = score[pos[more]] == kth[more]
+        pos, ends, kth = pos[more], ends[more], kth[more]
+        extra.append(pos.copy())
+        pos += 1
+    if not any(len(e) for e in extra):
+        return first
+    keep = np.zeros(len(score), dtype=bool)  # ascending without a sort
+    keep[first] = True
+    for e in extra:
+        keep[e] = True
+    return np.flatnonzero(keep)
 
 
 def grouped_order(group: np.ndarray, score: np.ndarray) -> np.ndarray | None:
@@ -315,7 +341,11 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
     """The rows that rank above ``depth`` (all rows for None), in trec_eval's order, ranked, with
     their relevance (see :class:`RankedRun`, whose arrays may be the rows' own: read only)."""
     returned = rows.returned()
-    top = candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score), rows.group_sizes())
+    if rows.cut is not None and (depth is None or depth > rows.cut):
+        raise ValueError(f"the rows were cut at depth {rows.cut} (join's depth); ranks to {depth} need them whole")
+    top = None if rows.cut == depth else candidates(rows.group, rows.score, depth, is_ranked(rows.group, rows.score),
+                                                    rows.group_sizes())
+    pool = rows.judged  # every judged row, when the caller joined them all (ideal='run'; not the top alone)
     cand = (rows if top is None else rows.subset(top)).judge(index)
     order, moved = _trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at)
     # a ranked run's rows move only among rows of one query and one score: those stay in place
@@ -343,7 +373,6 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
             out = a.copy()
             out[moved] = a[order[moved]]
         return out if keep is None else out[keep]
-    pool = rows.judged  # every judged row, when the caller joined them all (ideal='run')
     empty = np.zeros(0, dtype=np.int64)
     return RankedRun(q=ranked(cand.group, True), rank=rank if keep is None else rank[keep], rel=ranked(cand.rel),
                      judged=ranked(cand.judged), score=score_sorted if keep is None else score_sorted[keep],

@@ -1,7 +1,8 @@
 """The ranking's two ways to trec_eval's order: a run already grouped by query with scores
 descending (the usual TREC file, a recommender's lists) is ranked in place, only its tied rows
 moved; any other run is sorted. Differential: the same rows both ways give the same ranked
-arrays, bit for bit, and the discounts looked up in a table equal the logarithm per row."""
+arrays, bit for bit, and the discounts looked up in a table equal the logarithm per row. A
+ranked run cut at the depth as it is joined ranks as the whole run does."""
 from __future__ import annotations
 
 import numpy as np
@@ -107,3 +108,37 @@ def test_grouped_order_declines_rows_not_grouped_by_query():
     got = ranking.grouped_order(np.array([0, 0, 0, 1, 1]), np.array([1.0, 3.0, 2.0, 5.0, 5.0]))
     assert got.tolist() == [1, 2, 0, 3, 4]  # 3.0, 2.0, 1.0; then the tie in file order (stable)
 
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=ranked_runs(), depth=st.sampled_from([1, 2, 3, 5, 10]), data=st.data())
+def test_a_ranked_run_cut_as_it_is_joined_ranks_as_the_whole_run(case, depth, data):
+    qrels, run, shuffled = case
+    at = data.draw(st.lists(st.integers(0, len(run)), max_size=3))  # queries the qrels lack, between others
+    for k, i in enumerate(sorted(at, reverse=True)):
+        while 0 < i < len(run) and run[i - 1][0] == run[i][0]:
+            i -= 1  # at a query's start: the run stays grouped
+        run = run[:i] + [(f"x{k}", "d1", 9.0), (f"x{k}", "d2", 9.0), (f"x{k}", "d3", 1.0)] + run[i:]
+    index = QrelsIndex(qrels_df(qrels))
+    for rows in (run, shuffled):  # a ranked run is cut; the shuffled one is joined whole either way
+        cut = ranking.join(index, run_df(rows), counts=[], depth=depth)
+        whole = ranking.join(index, run_df(rows), counts=[])
+        assert whole.cut is None and cut.cut in (None, depth)
+        a, b = ranking.rank_rows(cut, depth, index), ranking.rank_rows(whole, depth, index)
+        for name in ("q", "rank", "rel", "judged", "score", "returned", "codes", "pool_q", "pool_rel"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        assert a.nq == b.nq
+    if any(len([r for r in run if r[0] == q]) > depth for q in {r[0] for r in run}):
+        assert ranking.join(index, run_df(run), counts=[], depth=depth).cut == depth  # the cut way was tested
+
+
+def test_rows_cut_at_a_depth_refuse_a_deeper_ranking_and_a_subset():
+    index = QrelsIndex(qrels_df([("q1", "d1", 1)]))
+    run = [("q1", f"d{i}", 10.0 - i) for i in range(6)]
+    rows = ranking.join(index, run_df(run), counts=[], depth=2)
+    assert rows.cut == 2 and len(rows.group) == 2 and rows.returned().tolist() == [6]
+    for deeper in (3, None):
+        with pytest.raises(ValueError, match="cut at depth 2"):
+            ranking.rank_rows(rows, deeper, index)
+    with pytest.raises(ValueError, match="only the top of each query"):
+        rows.subset(np.array([0]))
