@@ -79,6 +79,9 @@ class ExactMeanAgg(ArrayAgg):
         import numpy as np
 
         finite = np.isfinite(values)
+        if finite.all():
+            self.sum.add(values)
+            return
         self.sum.add(values[finite])
         self.other += values[~finite].tolist()
 

@@ -62,6 +62,26 @@ def split_sums(values: Any) -> list[tuple[int, int, int, int, int]]:
             for e in np.flatnonzero(sums[3])]
 
 
+#: :func:`integer_sum` takes integers up to this magnitude: 2^35 of them sum below 2^62
+_INTEGER_MAX = 1 << 27
+
+
+def integer_sum(values: Any) -> int | None:
+    """The exact sum of a numpy array of doubles that are all integers of magnitude at most 2^27
+    (at most 2^35 of them), summed in int64 (which cannot overflow there); None for any other
+    array (a fraction, a larger number, NaN or an infinity), which :func:`split_sums` then sums."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0 or len(values) > 1 << 35:
+        return None
+    with np.errstate(invalid="ignore"):  # NaN and infinities cast to some integer, then differ from it
+        ints = values.astype(np.int64)
+    if not np.array_equal(ints, values) or int(np.abs(ints).max()) > _INTEGER_MAX:
+        return None
+    return int(ints.sum())
+
+
 class ExactSum:
     """The exact sum of the values added (in units of 2^-1074) and how many there were."""
 
@@ -70,7 +90,13 @@ class ExactSum:
         self.count = 0
 
     def add(self, values: Any) -> ExactSum:
-        """Add a numpy array of finite doubles (at most 2^35 per call)."""
+        """Add a numpy array of finite doubles (at most 2^35 per call). Small integers (counts,
+        0/1 values) are summed as integers: the same sum, in a few passes."""
+        whole = integer_sum(values)
+        if whole is not None:
+            self.units += whole << UNIT_EXPONENT
+            self.count += len(values)
+            return self
         self.add_parts((part[:4] for part in split_sums(values)), len(values))
         return self
 

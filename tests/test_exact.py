@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin.aggregate import ExactMeanAgg, MicroAgg, NanSkipMeanAgg, aggregate_arrays
-from ndcg_plugin.exact import ExactSum, exact_mean, ratio
+from ndcg_plugin.exact import ExactSum, exact_mean, integer_sum, ratio, split_sums
 from ndcg_plugin.measures.ndcg import NDCG_lin
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
@@ -64,3 +64,20 @@ def test_aggregators_are_exact_and_keep_their_conventions():
     assert math.isinf(ExactMeanAgg().from_arrays(np.array([1.0, np.inf])))
     assert aggregate_arrays(NDCG_lin @ 10, np.array([0.1] * 10)) == 0.1  # a float sum gives 0.09999999999999999
     assert sum([0.1] * 10) / 10 != 0.1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-2**27, 2**27).map(float), st.sampled_from([0.0, -0.0, 1.0])), max_size=40),
+       st.sampled_from([None, 0.5, 2.0**27 + 1, -2.0**28, 1e300, math.inf, math.nan]))
+def test_small_integers_summed_as_integers_equal_the_split_sums(values, odd):
+    """ExactSum.add's integer way against its general way (split_sums): the same units, and an
+    array with anything else in it is left to the general way."""
+    arr = np.array(values + ([] if odd is None else [odd]), dtype=np.float64)
+    got = integer_sum(arr)
+    if odd is not None or not values:
+        assert got is None
+        return
+    assert got == sum(int(v) for v in values)  # oracle: Python's integers
+    general = ExactSum().add_parts((p[:4] for p in split_sums(arr)), len(arr))
+    fast = ExactSum().add(arr)
+    assert fast.units == general.units and fast.count == general.count == len(arr)
