@@ -3,7 +3,7 @@
 Fingerprints: 64-bit hashes of strings, computed with numpy on an Arrow string array's buffers.
 Hashing millions of distinct doc ids in a hash table costs more than the rest of an evaluation.
 Instead each string's first 8 and last 8 bytes are read as two 64-bit words (unaligned loads
-through a strided view of the byte buffer, masked to the string's length) and mixed with its
+through a strided view of Arrow's byte buffer, masked to the string's length) and mixed with its
 length; a string of at most 8 bytes is its first word, so its last word is not read (the
 fingerprint of a string depends on the string alone, not on the other strings of its array).
 For ids of at most 16 bytes (MS MARCO's have 7) the three values determine the string;
@@ -183,37 +183,60 @@ def _increasing_runs(values: pa.ChunkedArray) -> np.ndarray | None:
     return np.concatenate(([True], to_numpy(pc.not_equal(later, earlier))))
 
 
-def _words(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(words, starts, ends) of a non-empty string array: ``words[i]`` is the 8 bytes from byte i
-    of the strings' data, with 8 zero bytes before and after it, as a little-endian uint64
-    (unaligned loads through a strided view; numpy releases the GIL while it gathers them, which
-    it does not for 8-byte void items), and each string's first and end byte in it."""
+def _spans(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data, starts, ends) of a non-empty string array: its strings' bytes (a view of Arrow's
+    buffer, from the first string's start to the last one's end) and each string's first and end
+    byte in them."""
     n = len(arr)
     _, off_buf, data_buf = arr.buffers()[:3]
     width = np.int64 if arr.type == pa.large_string() else np.int32
     offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     b0, b1 = int(offsets[0]), int(offsets[-1])
-    padded = np.zeros(b1 - b0 + 16, dtype=np.uint8)  # 8 zero bytes on each side
-    padded[8: 8 + b1 - b0] = data[b0:b1]
-    words = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
-    return words, offsets[:-1] - (b0 - 8), offsets[1:] - (b0 - 8)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[b0:b1] if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    return data, offsets[:-1] - b0, offsets[1:] - b0
+
+
+#: data up to this many bytes is copied with zero padding (below, the edges are copied alone)
+_SMALL_DATA = 64
+
+
+def _load8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The 8 bytes of ``data`` from each position in ``pos`` (from -8 to len(data)) as a
+    little-endian uint64, bytes outside ``data`` read as zeros: unaligned loads through a strided
+    view of the buffer itself (numpy releases the GIL while it gathers them, which it does not
+    for 8-byte void items). Only the loads that would cross an end of the data read from copies
+    of its first or last 8 bytes with zeros beside them, so the data is never copied whole."""
+    n = len(data)
+    if n < _SMALL_DATA:
+        padded = np.zeros(n + 16, dtype=np.uint8)  # 8 zero bytes on each side
+        padded[8: 8 + n] = data
+        return np.ndarray((n + 9,), dtype="<u8", buffer=padded, strides=(1,))[pos + 8]
+    words = np.ndarray((n - 7,), dtype="<u8", buffer=data, strides=(1,))
+    out = words[np.clip(pos, 0, n - 8)]
+    early, late = np.flatnonzero(pos < 0), np.flatnonzero(pos > n - 8)
+    if len(early):  # a load from before the data: 8 zero bytes, then its first 8
+        first = np.concatenate((np.zeros(8, dtype=np.uint8), data[:8]))
+        out[early] = np.ndarray((9,), dtype="<u8", buffer=first, strides=(1,))[pos[early] + 8]
+    if len(late):  # a load past the data: its last 8 bytes, then 8 zero bytes
+        last = np.concatenate((data[n - 8:], np.zeros(8, dtype=np.uint8)))
+        out[late] = np.ndarray((9,), dtype="<u8", buffer=last, strides=(1,))[pos[late] - (n - 8)]
+    return out
 
 
 def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     if len(arr) == 0:
         return
-    words, starts, ends = _words(arr)
+    data, starts, ends = _spans(arr)
     length = ends - starts
     longest = int(length.max())
     short = np.minimum(length, 8) if longest > 8 else length
     with np.errstate(over="ignore"):
-        mixed = words[starts]
+        mixed = _load8(data, starts)
         mixed &= _HEAD_MASK[short]
         mixed *= _K1
         mixed ^= length.astype(np.uint64) * _K2
         if longest > 8:  # the last 8 bytes count only for strings longer than 8 (a short one is its head)
-            tail = words[ends - 8] & _TAIL_MASK[short]
+            tail = _load8(data, ends - 8) & _TAIL_MASK[short]
             tail_mix = (tail * _K2) >> _SHIFT
             tail_mix ^= tail * _K3
             tail_mix[length <= 8] = 0
@@ -246,9 +269,9 @@ def heads(values: Any) -> tuple[np.ndarray, np.ndarray]:
     pos = 0
     for chunk in arr.chunks:
         if len(chunk):
-            words, starts, ends = _words(chunk)
+            data, starts, ends = _spans(chunk)
             size = ends - starts
-            head[pos: pos + len(chunk)] = (words[starts] & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
+            head[pos: pos + len(chunk)] = (_load8(data, starts) & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
             length[pos: pos + len(chunk)] = size
             pos += len(chunk)
     return head, length

@@ -61,7 +61,7 @@ def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | 
         depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
-        by_judged[judged_only] = ranking.rank_rows(subset, depth, index)
+        by_judged[judged_only] = ranking.rank_rows(subset, depth, index, any(s.ties == "average" for s in mine))
     return Block(rows.codes, {spec: families[spec].values(index, by_judged[spec.judged_only], spec) for spec in specs})
 
 

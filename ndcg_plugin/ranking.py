@@ -37,8 +37,10 @@ def group_ranks(group: np.ndarray) -> np.ndarray:
 class RankedRun:
     """The top of a run, ranked within each query, over local query codes 0..nq-1 (``codes``: their
     qrels codes). Row arrays (``q``, ``rank``, ``rel``, ``judged``) hold the rows ranked above
-    ``depth`` (all rows when depth is None), in rank order; ``returned`` counts every row per
-    query; ``pool_q``/``pool_rel`` are every judged row (for an ideal ranking built from the run)."""
+    ``depth`` (all rows when depth is None; with the rows tied with the last of them unless
+    :func:`rank_rows` was told no measure needs them), by query (``q`` never decreases) and in
+    rank order within each; ``returned`` counts every row per query; ``pool_q``/``pool_rel``
+    are every judged row (for an ideal ranking built from the run)."""
     q: np.ndarray
     rank: np.ndarray
     rel: np.ndarray
@@ -337,9 +339,12 @@ def _descending_bytes(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, ...]
     return (-to_numpy(pc.rank(ids, sort_keys="ascending", tiebreaker="dense")).astype(np.int64),)
 
 
-def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
+def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex, whole_ties: bool = True) -> RankedRun:
     """The rows that rank above ``depth`` (all rows for None), in trec_eval's order, ranked, with
-    their relevance (see :class:`RankedRun`, whose arrays may be the rows' own: read only)."""
+    their relevance (see :class:`RankedRun`, whose arrays may be the rows' own: read only).
+    ``whole_ties``: also the rows below ``depth`` tied with the last row above it (a tie group
+    that straddles the cutoff stays whole, for ties='average'); False leaves them out, which the
+    measures that rank by trec_eval's order alone would mask out themselves."""
     returned = rows.returned()
     if rows.cut is not None and (depth is None or depth > rows.cut):
         raise ValueError(f"the rows were cut at depth {rows.cut} (join's depth); ranks to {depth} need them whole")
@@ -359,7 +364,7 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex) -> RankedRun:
         at = rank == depth - 1
         kth = np.full(int(group_sorted.max()) + 1, np.nan)
         kth[group_sorted[at]] = score_sorted[at]
-        keep = (rank < depth) | (score_sorted == kth[group_sorted])
+        keep = (rank < depth) | (score_sorted == kth[group_sorted]) if whole_ties else rank < depth
         if keep.all():
             keep = None
 

@@ -1,7 +1,8 @@
 """columns.to_numpy / from_numpy read and write Arrow buffers directly (Arrow's own conversions
 import pandas): differential tests against Arrow's conversions, on sliced and chunked arrays
 with nulls. columns.group_codes against pandas' factorize, and its two ways (runs of increasing
-values counted, or hashed) against each other."""
+values counted, or hashed) against each other. columns.heads against its definition, one string
+at a time in Python (tests/test_io.py does so for the fingerprints, read the same way)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin.columns import empty_strings, from_numpy, group_codes, to_numpy
+from ndcg_plugin.columns import empty_strings, from_numpy, group_codes, heads, to_numpy
 
 TYPES = {"int32": (pa.int32(), st.integers(-2**31, 2**31 - 1)), "int64": (pa.int64(), st.integers(-2**63, 2**63 - 1)),
          "float64": (pa.float64(), st.floats(allow_nan=False)), "bool": (pa.bool_(), st.booleans())}
@@ -92,3 +93,19 @@ def test_group_codes_equal_pandas_factorize_and_the_hashed_way(ids):
     hashed = group_codes(ids, hash_always=True)
     assert codes.tolist() == hashed[0].tolist() and codes.dtype == hashed[0].dtype
     assert uniques.equals(hashed[1]) and sizes.tolist() == hashed[2].tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(st.sampled_from(list("ab09\x00é\u4e2d")), max_size=12), min_size=1, max_size=60),
+       st.integers(0, 10), st.integers(0, 3))
+def test_heads_match_their_definition_at_every_offset_and_data_size(values, skip, cut):
+    """The strings' bytes are read in place (loads near either end of the data read zeros beyond
+    it): short arrays and long ones, sliced and in chunks, strings at the very start and end."""
+    arr = pa.array(values, type=pa.large_string()).slice(min(skip, len(values) - 1))
+    at = min(cut * 7, len(arr))
+    chunked = pa.chunked_array([arr.slice(0, at), arr.slice(at)], type=pa.large_string())
+    expected_head = [int.from_bytes((v.encode() + bytes(8))[:8], "big") for v in arr.to_pylist()]
+    expected_length = [len(v.encode()) for v in arr.to_pylist()]
+    for a in (arr, chunked):
+        head, length = heads(a)
+        assert head.tolist() == expected_head and length.tolist() == expected_length

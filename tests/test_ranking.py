@@ -2,7 +2,8 @@
 descending (the usual TREC file, a recommender's lists) is ranked in place, only its tied rows
 moved; any other run is sorted. Differential: the same rows both ways give the same ranked
 arrays, bit for bit, and the discounts looked up in a table equal the logarithm per row. A
-ranked run cut at the depth as it is joined ranks as the whole run does."""
+ranked run cut at the depth as it is joined ranks as the whole run does; the rows tied below
+the depth, left out when no measure averages over ties, change no measure's value."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin import ranking
+from ndcg_plugin.measures import Spec, family
 from ndcg_plugin.measures.ndcg import log2_discounts
 from ndcg_plugin.qrels_index import QrelsIndex
 
@@ -142,3 +144,40 @@ def test_rows_cut_at_a_depth_refuse_a_deeper_ranking_and_a_subset():
             ranking.rank_rows(rows, deeper, index)
     with pytest.raises(ValueError, match="only the top of each query"):
         rows.subset(np.array([0]))
+
+
+def _values(index, ranked, spec):
+    """A family's values, hits and returned counts as lists (NaN as a string, to compare equal)."""
+    out = family(spec.family).values(index, ranked, spec)
+    return [None if a is None else [repr(v) for v in a.tolist()] for a in (out.values, out.hits, out.returned)]
+
+
+TREC_ORDER_SPECS = [Spec("ndcg", "linear", 3), Spec("ndcg", "exp", 5), Spec("mrr", "zero", 3),
+                    Spec("mrr", "ignore", 5), Spec("hitrate", "query", 3), Spec("hitrate", "item", 5)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=ranked_runs(), shuffled=st.booleans())
+def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
+    """rank_rows(whole_ties=False) leaves out the rows tied with the last one above the depth:
+    every measure that ranks by trec_eval's order alone gives the same values, for cutoffs at
+    the depth and above it. Both RankedRuns hold their rows by query, in rank order; and MRR's
+    first hit read off that order equals its minimum over rows in any order."""
+    qrels, run, other = case
+    index = QrelsIndex(qrels_df(qrels))
+    rows = other if shuffled else run
+    depth = 5
+    whole = ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index)
+    strict = ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index, whole_ties=False)
+    assert strict.ranks_held() <= depth and len(strict.rank) <= len(whole.rank)
+    for ranked in (whole, strict):
+        assert np.all(ranked.q[1:] >= ranked.q[:-1])
+        np.testing.assert_array_equal(ranked.rank, ranking.group_ranks(ranked.q))
+    for spec in TREC_ORDER_SPECS:
+        assert _values(index, whole, spec) == _values(index, strict, spec), spec
+    perm = np.random.default_rng(len(whole.q)).permutation(len(whole.q))  # rows not by query: minimum.at
+    mixed = ranking.RankedRun(q=whole.q[perm], rank=whole.rank[perm], rel=whole.rel[perm], judged=whole.judged[perm],
+                              score=whole.score[perm], returned=whole.returned, pool_q=whole.pool_q,
+                              pool_rel=whole.pool_rel, nq=whole.nq, codes=whole.codes)
+    for spec in TREC_ORDER_SPECS[2:4]:
+        assert _values(index, whole, spec) == _values(index, mixed, spec), spec

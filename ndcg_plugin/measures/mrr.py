@@ -83,7 +83,14 @@ class MRRFamily(Family):
             return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=math.isnan(miss)))
         hit = relevant if ranked.all_in_top(spec.cutoff) else relevant & ranked.in_top(spec.cutoff)
         first = np.full(ranked.nq, np.inf)
-        np.minimum.at(first, ranked.q[hit], ranked.rank[hit].astype(np.float64))
+        q, rank = ranked.q[hit], ranked.rank[hit]
+        later = q[1:] != q[:-1]
+        if len(q) and np.all(np.where(later, q[1:] > q[:-1], rank[1:] > rank[:-1])):
+            # by query, in rank order (as rank_rows gives them): a query's first hit is its best
+            at = np.flatnonzero(np.concatenate(([True], later)))
+            first[q[at]] = rank[at]
+        else:
+            np.minimum.at(first, q, rank.astype(np.float64))
         return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
     def spark(self, spec: Spec, ctx):
