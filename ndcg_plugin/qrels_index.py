@@ -148,12 +148,20 @@ class QrelsIndex:
         """Code (position in ``qid_values``) of each query id, -1 for ids not in the qrels.
         ``method``: ``"hash"`` (Arrow's ``index_in``, which hashes every query id of the index on
         each call), ``"search"`` (binary searches of fingerprints sorted once, confirmed on the
-        strings), or None: hashing when the ids looked up are at least a quarter as many as the
-        index's (one block of a run against the qrels of its own queries) or when the index is
-        ``exact``, else searching. Every method gives the same codes."""
-        if method not in (None, "hash", "search"):
-            raise ValueError(f"method must be 'hash', 'search' or None, got {method!r}")
+        strings), ``"heads"`` (binary searches of the ids' first 8 bytes, which with the length
+        are the id itself when the index's ids have at most 8 bytes, their byte order being
+        ``qid_values``' order; it falls back to hashing for other indexes), or None: heads where
+        they serve (user ids of logs), else hashing when the ids looked up are at least a quarter
+        as many as the index's (one block of a run against the qrels of its own queries) or when
+        the index is ``exact``, else searching. Every method gives the same codes."""
+        if method not in (None, "hash", "search", "heads"):
+            raise ValueError(f"method must be 'hash', 'search', 'heads' or None, got {method!r}")
         values = as_arrow_strings(values)
+        if method in (None, "heads"):
+            codes = self._head_codes(values)
+            if codes is not None:
+                return codes
+            method = "hash" if method == "heads" else method
         if method is None:
             method = "hash" if self.exact or self.nq <= 4 * len(values) else "search"
         if method == "hash":
@@ -171,6 +179,16 @@ class QrelsIndex:
         ok = _confirmed(values, rows, self.qid_values, found)
         codes[rows[ok]] = found[ok]
         return codes
+
+    def _head_codes(self, values: pa.ChunkedArray) -> np.ndarray | None:
+        """:meth:`code_of` by the heads (see there), or None when the index's ids are not all of
+        at most 8 bytes with distinct heads (an id and itself followed by zero bytes share one)."""
+        head, length = self.memo(("query heads",), lambda: heads(self.qid_values))
+        if len(head) == 0 or int(length.max()) > 8 or bool(np.any(head[1:] <= head[:-1])):
+            return None
+        h, n = heads(values)
+        pos = np.minimum(np.searchsorted(head, h), len(head) - 1)
+        return np.where((head[pos] == h) & (length[pos] == n), pos, -1).astype(np.int64)
 
     def _query_search(self) -> tuple[np.ndarray, np.ndarray]:
         """(the query ids' fingerprints sorted, the code of each), for :meth:`code_of`'s searches."""

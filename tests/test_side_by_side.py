@@ -147,12 +147,41 @@ def test_fast_lookups_equal_exact_ones(judgments, probes):
     qids = pa.chunked_array([pa.array([q for q, _ in probes] + list(qrels["query_id"]), type=pa.large_string())])
     assert fast.code_of(qids).tolist() == exact.code_of(qids).tolist()
     assert fast.code_of(qids, "search").tolist() == fast.code_of(qids, "hash").tolist() == exact.code_of(qids).tolist()
+    assert fast.code_of(qids, "heads").tolist() == exact.code_of(qids, "hash").tolist()
     codes = fast.code_of(qids)
     docs = pa.chunked_array([pa.array([d for _, d in probes] + list(qrels["doc_id"]), type=pa.large_string())])
     known = np.flatnonzero(codes >= 0)
     for a, b in zip(fast.labels(codes[known], docs.take(pa.array(known))),
                     exact.labels(codes[known], docs.take(pa.array(known))), strict=True):
         assert a.tolist() == b.tolist()
+
+
+SHORT_IDS = st.text(st.sampled_from(["a", "b", "0", "9", "\x00", "é", "u"]), min_size=1, max_size=9)
+
+
+def _near(ids: list, data) -> list:
+    """Ids that differ from the given ones only at their end: a zero byte or a letter appended, the
+    last character dropped (ids that share a head with one of them)."""
+    if not ids:
+        return []
+    picked = data.draw(st.lists(st.sampled_from(ids), max_size=10))
+    how = data.draw(st.lists(st.sampled_from(["\x00", "b", "drop"]), min_size=len(picked), max_size=len(picked)))
+    return [i[:-1] or "z" if h == "drop" else i + h for i, h in zip(picked, how, strict=True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SHORT_IDS, min_size=1, max_size=30, unique=True), st.lists(SHORT_IDS, max_size=30), st.data())
+def test_query_codes_by_heads_equal_those_by_hashing(qids, probes, data):
+    """Ids of at most 8 bytes are looked up by their heads; ids of 9, an id and itself followed by
+    a zero byte (one head for two ids: then hashed), non-ASCII: the codes Arrow's hashing gives."""
+    qids = list(dict.fromkeys(qids + _near(qids, data) if data.draw(st.booleans()) else qids))
+    probes = probes + _near(qids, data)
+    index = QrelsIndex(qrels_df([(q, "d", 1) for q in qids]))
+    values = pa.chunked_array([pa.array(probes + qids, type=pa.large_string())])
+    assert index.code_of(values, "heads").tolist() == index.code_of(values, "hash").tolist()
+    assert index.code_of(values).tolist() == index.code_of(values, "hash").tolist()
+    assert sorted(index.code_of(pa.chunked_array([pa.array(qids, type=pa.large_string())]), "heads").tolist()) == \
+        list(range(len(qids)))
 
 
 def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
@@ -165,7 +194,7 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
     ids = pa.chunked_array([pa.array(["q2", "q3", "q1"], type=pa.large_string())])
     assert index.code_of(ids).tolist() == [1, -1, 0]
     assert index.code_of(ids, "search").tolist() == [1, -1, 0]  # colliding query fingerprints: hashed
-    with pytest.raises(ValueError, match="method must be 'hash', 'search' or None, got 'sorted'"):
+    with pytest.raises(ValueError, match="method must be 'hash', 'search', 'heads' or None, got 'sorted'"):
         index.code_of(ids, "sorted")
     judged, rel = index.labels(np.array([1, 1, 0]), pa.chunked_array([pa.array(["c", "a", "a"])]))
     assert judged.tolist() == [True, False, True] and rel.tolist() == [3, 0, 1]
