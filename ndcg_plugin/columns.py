@@ -259,21 +259,32 @@ def fingerprints(values: Any) -> np.ndarray:
     return out
 
 
-def heads(values: Any) -> tuple[np.ndarray, np.ndarray]:
+def heads(values: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(head, length) per string: its first 8 bytes as a big-endian uint64 (zero bytes after a
     shorter string's end) and its length in bytes. For strings of at most 8 bytes, (head, length)
-    orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart."""
+    orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart.
+    ``rows``: of the strings at these positions only, read in place (no copy of the strings)."""
     arr = as_arrow_strings(values)
-    head = np.empty(len(arr), dtype=np.uint64)
-    length = np.empty(len(arr), dtype=np.int64)
-    pos = 0
-    for chunk in arr.chunks:
-        if len(chunk):
-            data, starts, ends = _spans(chunk)
-            size = ends - starts
-            head[pos: pos + len(chunk)] = (_load8(data, starts) & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
-            length[pos: pos + len(chunk)] = size
-            pos += len(chunk)
+    if rows is None:
+        rows = np.arange(len(arr))
+    head = np.empty(len(rows), dtype=np.uint64)
+    length = np.empty(len(rows), dtype=np.int64)
+    bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
+    which = np.searchsorted(bounds, rows, side="right") - 1 if arr.num_chunks > 1 else None
+    for i, chunk in enumerate(arr.chunks):
+        mine = slice(None) if which is None else np.flatnonzero(which == i)
+        local = rows[mine] - bounds[i]
+        if len(local) == 0:
+            continue
+        _, off_buf, data_buf = chunk.buffers()[:3]
+        width = np.int64 if chunk.type == pa.large_string() else np.int32
+        offsets = np.frombuffer(off_buf, dtype=width)[chunk.offset: chunk.offset + len(chunk) + 1]
+        b0, b1 = int(offsets[0]), int(offsets[-1])
+        data = np.frombuffer(data_buf, dtype=np.uint8)[b0:b1] if data_buf is not None else np.zeros(0, np.uint8)
+        starts = offsets[local].astype(np.int64) - b0
+        size = offsets[local + 1].astype(np.int64) - b0 - starts
+        head[mine] = (_load8(data, starts) & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
+        length[mine] = size
     return head, length
 
 

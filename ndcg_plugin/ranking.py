@@ -280,12 +280,13 @@ def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
 _NONE = np.zeros(0, dtype=np.intp)
 
 
-def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
-                     doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array, doc_at: np.ndarray | None = None,
+                     ranked: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """(:func:`trec_eval_order`, the positions it moves): for a ranked run (:func:`is_ranked`) the
     order is the rows' own but for tied rows put in doc id order, and the positions are those
-    rows (often none); None when the order is a sort of the rows."""
-    if is_ranked(group, score):
+    rows (often none); None when the order is a sort of the rows. ``ranked``: the rows are known
+    to be ranked (the top rows of a ranked run), not checked again."""
+    if ranked or is_ranked(group, score):
         order = np.arange(len(group))  # already grouped and sorted by score descending
         gs, ss = group, score
     else:
@@ -301,7 +302,7 @@ def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
     rows = np.flatnonzero(after | np.r_[tie, False])
     tied = np.cumsum(~after[rows]) - 1  # one number per run of tied rows, increasing in rank order
     at = order[rows] if doc_at is None else doc_at[order[rows]]
-    keys = _descending_bytes(docs.take(from_numpy(at)))
+    keys = _descending_bytes(docs, at)
     pair = np.bincount(tied)[tied] == 2
     at = np.flatnonzero(pair)  # the two rows of each pair are neighbours
     first, second = at[0::2], at[1::2]
@@ -327,13 +328,15 @@ def _before(keys: tuple[np.ndarray, ...], i: np.ndarray, j: np.ndarray) -> np.nd
     return less
 
 
-def _descending_bytes(ids: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, ...]:
-    """lexsort keys (least significant first) that order strings by their bytes descending (as
-    trec_eval's strcmp orders doc ids, UTF-8 byte order being code point order): for ids of at
-    most 8 bytes their heads and lengths (:func:`columns.heads`), else Arrow's dense ranks."""
-    head, length = heads(ids)
+def _descending_bytes(docs: pa.Array | pa.ChunkedArray, at: np.ndarray) -> tuple[np.ndarray, ...]:
+    """lexsort keys (least significant first) that order the strings ``docs[at]`` by their bytes
+    descending (as trec_eval's strcmp orders doc ids, UTF-8 byte order being code point order):
+    for ids of at most 8 bytes their heads and lengths (:func:`columns.heads`, read in place),
+    else Arrow's dense ranks."""
+    head, length = heads(docs, at)
     if len(length) == 0 or length.max() <= 8:
         return -length, ~head
+    ids = as_arrow_strings(docs).take(from_numpy(at))
     if isinstance(ids, pa.ChunkedArray):
         ids = ids.combine_chunks()
     return (-to_numpy(pc.rank(ids, sort_keys="ascending", tiebreaker="dense")).astype(np.int64),)
@@ -352,7 +355,8 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex, whole_ties: bool
                                                     rows.group_sizes())
     pool = rows.judged  # every judged row, when the caller joined them all (ideal='run'; not the top alone)
     cand = (rows if top is None else rows.subset(top)).judge(index)
-    order, moved = _trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at)
+    # rows cut as they were joined are the top of a ranked run (see join), and so are ranked
+    order, moved = _trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at, ranked=rows.cut is not None)
     # a ranked run's rows move only among rows of one query and one score: those stay in place
     group_sorted = cand.group if moved is not None else cand.group[order]
     score_sorted = cand.score if moved is not None else cand.score[order]

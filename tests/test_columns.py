@@ -109,3 +109,7 @@ def test_heads_match_their_definition_at_every_offset_and_data_size(values, skip
     for a in (arr, chunked):
         head, length = heads(a)
         assert head.tolist() == expected_head and length.tolist() == expected_length
+        rows = np.array([(i * 7 + cut) % len(arr) for i in range(len(arr) + 3)][::-1])  # any order, repeats
+        head, length = heads(a, rows)
+        assert head.tolist() == [expected_head[r] for r in rows]
+        assert length.tolist() == [expected_length[r] for r in rows]
