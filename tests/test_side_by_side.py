@@ -205,33 +205,37 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
 @given(logs(), st.sampled_from(["40", "400"]))
 def test_blocks_evaluated_one_at_a_time_or_at_once_print_the_same(monkeypatch, tmp_path, data, block):
     # the worker threads (side_by_side.WORKERS blocks at once) against one block at a time, and
-    # blocks evaluated in halves (side_by_side.PIECE_ROWS)
+    # blocks evaluated in pieces (side_by_side.PIECE_ROWS)
     from ndcg_plugin import side_by_side
     qrels, run = data
     (tmp_path / "q").write_text(qrels)
     (tmp_path / "r").write_text(run)
     args = ("eval", "-q", "-p", "-1", "--block-size", block, str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES)
     outcomes = []
-    for workers, piece_rows in ((1, 10**9), (2, 10**9), (3, 10**9), (2, 3)):  # (2, 3): blocks cut in halves
+    for workers, piece_rows in ((1, 10**9), (2, 10**9), (3, 10**9), (2, 3)):  # (2, 3): blocks cut in pieces
         monkeypatch.setattr(side_by_side, "WORKERS", workers)
         monkeypatch.setattr(side_by_side, "PIECE_ROWS", piece_rows)
         outcomes.append(run_cli(*args))
     assert outcomes[0] == outcomes[1] == outcomes[2] == outcomes[3]
 
 
-def test_blocks_cut_in_halves_print_what_whole_blocks_print(monkeypatch, tmp_path):
-    # users sorted, 5 recommendations and 3 judgments each: with PIECE_ROWS = 3 every block of
-    # several users is evaluated in two halves (the case above draws it only now and then)
+@pytest.mark.parametrize("piece_rows", [3, 7, 12])
+def test_blocks_cut_in_pieces_print_what_whole_blocks_print(monkeypatch, tmp_path, piece_rows):
+    # users sorted, 5 recommendations and 3 judgments each: with PIECE_ROWS of a few rows every
+    # block of several users is evaluated in pieces of one user or a few (the case above draws
+    # it only now and then)
     from ndcg_plugin import side_by_side
     (tmp_path / "q").write_text("".join(f"u{i:03d} 0 d{j} {(i + j) % 4}\n" for i in range(40) for j in range(3)))
     (tmp_path / "r").write_text("".join(f"u{i:03d} Q0 d{(j * 7 + i) % 6} {j + 1} {10 - j // 2} t\n"
                                         for i in range(40) for j in range(5)))
-    halves = []
-    real = side_by_side.halves
-    monkeypatch.setattr(side_by_side, "halves", lambda *a: halves.append(len(real(*a))) or real(*a))
+    pieces = []
+    real = side_by_side.cut_in_pieces
+    monkeypatch.setattr(side_by_side, "cut_in_pieces", lambda *a: pieces.append(real(*a)) or pieces[-1])
     args = ["eval", "-q", "-p", "-1", str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES]
     whole = run_cli(*args[:1], "--block-size", "0", *args[1:])
-    monkeypatch.setattr(side_by_side, "PIECE_ROWS", 3)
+    monkeypatch.setattr(side_by_side, "PIECE_ROWS", piece_rows)
     cut = run_cli(*args[:1], "--block-size", "500", *args[1:])
     assert whole[0] == 0 and cut == whole
-    assert 2 in halves
+    assert max(len(p) for p in pieces) >= 3  # blocks were cut in several pieces
+    for cut_block in pieces:  # of whole users, about piece_rows rows each (a user holds 5)
+        assert all(len(part) % 5 == 0 and len(part) <= max(piece_rows, 5) * 2 for part, _ in cut_block)
