@@ -52,17 +52,28 @@ class RankedRun:
     nq: int
     codes: np.ndarray
     deepest: int = field(init=False, repr=False)  # derived from ``rank``: see ranks_held
+    shared: dict = field(init=False, repr=False, default_factory=dict)  # see memo
 
     def __post_init__(self) -> None:
         self.deepest = int(self.rank.max()) + 1 if len(self.rank) else 0
+
+    def memo(self, key: tuple, compute) -> np.ndarray:
+        """``compute()``, once per ``key`` for this ranking: what the variants of a family share
+        (the relevant rows, the hits or the first relevant rank per query, for one ``rel`` and
+        cutoff). The array is shared, so made read only. A ranking is used by one thread."""
+        if key not in self.shared:
+            value = compute()
+            value.flags.writeable = False
+            self.shared[key] = value
+        return self.shared[key]
 
     def ranks_held(self) -> int:
         """The largest rank held + 1 (0 for no row): how deep the rows go."""
         return self.deepest
 
     def relevant(self, rel: int) -> np.ndarray:
-        """Rows judged with a label >= ``rel``."""
-        return self.judged & (self.rel >= rel)
+        """Rows judged with a label >= ``rel`` (read only)."""
+        return self.memo(("relevant", rel), lambda: self.judged & (self.rel >= rel))
 
     def in_top(self, cutoff: int | None) -> np.ndarray:
         """Rows ranked within ``cutoff`` (all rows for None)."""
@@ -226,7 +237,7 @@ def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarra
     take = np.minimum(sizes, depth)
     if only is not None:
         take = np.where(only, take, 0)
-    first = np.repeat(starts, take) + np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
+    first = np.arange(int(take.sum())) + np.repeat(starts - (np.cumsum(take) - take), take)
     extra = []
     deep = np.flatnonzero(sizes > depth if only is None else (sizes > depth) & only)
     kth = score[starts[deep] + depth - 1]

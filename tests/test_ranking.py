@@ -156,6 +156,11 @@ TREC_ORDER_SPECS = [Spec("ndcg", "linear", 3), Spec("ndcg", "exp", 5), Spec("mrr
                     Spec("mrr", "ignore", 5), Spec("hitrate", "query", 3), Spec("hitrate", "item", 5)]
 
 
+SHARING_SPECS = [Spec("mrr", "zero", 3), Spec("mrr", "ignore", 3), Spec("hitrate", "query", 3),
+                 Spec("hitrate", "item", 3), Spec("mrr", "ignore", 3, rel=2), Spec("hitrate", "item", 5, rel=2),
+                 Spec("mrr", "zero", 5, rel=2), Spec("hitrate", "query", 5)]
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=ranked_runs(), shuffled=st.booleans())
 def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
@@ -175,6 +180,12 @@ def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
         np.testing.assert_array_equal(ranked.rank, ranking.group_ranks(ranked.q))
     for spec in TREC_ORDER_SPECS:
         assert _values(index, whole, spec) == _values(index, strict, spec), spec
+    # the variants of a family share what they compute alike on one ranking (RankedRun.memo): each
+    # variant alone on a fresh ranking gives the same values as all of them on one
+    shared = [_values(index, strict, spec) for spec in SHARING_SPECS]
+    alone = [_values(index, ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index,
+                                              whole_ties=False), spec) for spec in SHARING_SPECS]
+    assert shared == alone
     perm = np.random.default_rng(len(whole.q)).permutation(len(whole.q))  # rows not by query: minimum.at
     mixed = ranking.RankedRun(q=whole.q[perm], rank=whole.rank[perm], rel=whole.rel[perm], judged=whole.judged[perm],
                               score=whole.score[perm], returned=whole.returned, pool_q=whole.pool_q,

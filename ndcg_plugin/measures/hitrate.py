@@ -67,10 +67,13 @@ def _hits(ranked, spec: Spec):
     if spec.ties == "average":
         return ties.expected_hits(ranked, ranked.relevant(spec.rel), spec.cutoff)
     np = _np()
-    hit = ranked.relevant(spec.rel)
-    if not ranked.all_in_top(spec.cutoff):
-        hit &= ranked.in_top(spec.cutoff)
-    return np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64)
+
+    def count():
+        hit = ranked.relevant(spec.rel)
+        if not ranked.all_in_top(spec.cutoff):
+            hit = hit & ranked.in_top(spec.cutoff)
+        return np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64)
+    return ranked.memo(("relevant in top", spec.rel, spec.cutoff), count)  # shared by both variants: read only
 
 
 def _query_values(ranked, spec: Spec):
@@ -84,7 +87,7 @@ def _query_values(ranked, spec: Spec):
 def _item_values(ranked, spec: Spec):
     from ..aggregate import Values
     np = _np()
-    hits = _hits(ranked, spec)
+    hits = _hits(ranked, spec).copy()  # the caller's own (the ranking's is shared, read only)
     returned = np.minimum(ranked.returned.astype(np.float64), spec.cutoff)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Values(np.where(returned > 0, hits / returned, 0.0), hits=hits, returned=returned)

@@ -56,6 +56,24 @@ MRR_ignore = _MRR_ignore()
 _MISS = {"zero": 0.0, "ignore": math.nan}
 
 
+def _first_hit(ranked, relevant, spec: Spec):
+    """The 0-based rank of each query's first relevant row within the cutoff (inf for none), the
+    same for both variants."""
+    import numpy as np
+
+    hit = relevant if ranked.all_in_top(spec.cutoff) else relevant & ranked.in_top(spec.cutoff)
+    first = np.full(ranked.nq, np.inf)
+    q, rank = ranked.q[hit], ranked.rank[hit]
+    later = q[1:] != q[:-1]
+    if len(q) and np.all(np.where(later, q[1:] > q[:-1], rank[1:] > rank[:-1])):
+        # by query, in rank order (as rank_rows gives them): a query's first hit is its best
+        at = np.flatnonzero(np.concatenate(([True], later)))
+        first[q[at]] = rank[at]
+    else:
+        np.minimum.at(first, q, rank.astype(np.float64))
+    return first
+
+
 class MRRFamily(Family):
     """MRR_zero and MRR_ignore: one reciprocal rank, what a miss gives as the variant."""
     name = "mrr"
@@ -81,16 +99,7 @@ class MRRFamily(Family):
         relevant = ranked.relevant(spec.rel)
         if spec.ties == "average":
             return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=math.isnan(miss)))
-        hit = relevant if ranked.all_in_top(spec.cutoff) else relevant & ranked.in_top(spec.cutoff)
-        first = np.full(ranked.nq, np.inf)
-        q, rank = ranked.q[hit], ranked.rank[hit]
-        later = q[1:] != q[:-1]
-        if len(q) and np.all(np.where(later, q[1:] > q[:-1], rank[1:] > rank[:-1])):
-            # by query, in rank order (as rank_rows gives them): a query's first hit is its best
-            at = np.flatnonzero(np.concatenate(([True], later)))
-            first[q[at]] = rank[at]
-        else:
-            np.minimum.at(first, q, rank.astype(np.float64))
+        first = ranked.memo(("first relevant rank", spec.rel, spec.cutoff), lambda: _first_hit(ranked, relevant, spec))
         return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
 
     def spark(self, spec: Spec, ctx):
