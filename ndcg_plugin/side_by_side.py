@@ -147,7 +147,8 @@ class _Prepared:
     def __init__(self, raw: Parsed, duplicates: str, source: str):
         self.groups = group_codes(raw.query_id)
         self.kept, self.kept_groups, self.doc_fp, self.error = raw, self.groups, None, None
-        if not _one_run_each(self.groups[0]):
+        self.grouped = _one_run_each(self.groups[0])  # each query one run of rows
+        if not self.grouped:
             return  # the consumer declines the side by side for this block
         self.doc_fp = fingerprints(raw.doc_id)
         try:
@@ -186,6 +187,7 @@ class _Qrels:
         self.pending: _Piece | None = None
         self.first: _Prepared | None = None
         self.first_groups: tuple | None = None
+        self.first_grouped = False
         self.last: Any = None
 
     def _raw(self) -> _Prepared | None:
@@ -200,7 +202,7 @@ class _Qrels:
             self.first = self._raw()
             if self.first is None:
                 raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
-            self.first_groups = self.first.groups
+            self.first_groups, self.first_grouped = self.first.groups, self.first.grouped
         return self.first_groups[1]
 
     def sorted_at_start(self) -> bool:
@@ -208,7 +210,7 @@ class _Qrels:
         integers: else the files cannot go side by side, which is known before the run is touched
         (its blocks, parsed ahead, then serve the other way)."""
         ids = self.first_ids()
-        return _one_run_each(self.first_groups[0]) and (_Order(False).increasing(ids) or _Order.of(ids).numeric)
+        return self.first_grouped and (_Order(False).increasing(ids) or _Order.of(ids).numeric)
 
     def _next(self) -> _Piece | None:
         if self.first is not None:
@@ -217,7 +219,7 @@ class _Qrels:
             block = self._raw()
             if block is None:
                 return None
-        if not _one_run_each(block.groups[0]):
+        if not block.grouped:
             raise Unsorted()  # a query's judgments in two places: the qrels are indexed whole instead
         if block.error is not None:
             while self._raw() is not None:  # a bad line later in the qrels is reported first
