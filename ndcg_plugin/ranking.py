@@ -12,6 +12,7 @@ proportional to its own rows and queries, not to the size of the qrels.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,7 +58,7 @@ class RankedRun:
     def __post_init__(self) -> None:
         self.deepest = int(self.rank.max()) + 1 if len(self.rank) else 0
 
-    def memo(self, key: tuple, compute) -> np.ndarray:
+    def memo(self, key: tuple, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """``compute()``, once per ``key`` for this ranking: what the variants of a family share
         (the relevant rows, the hits or the first relevant rank per query, for one ``rel`` and
         cutoff). The array is shared, so made read only. A ranking is used by one thread."""
