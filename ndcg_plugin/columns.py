@@ -134,10 +134,10 @@ def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.
     query has one run per query, so only as many strings as queries are hashed, and none when
     the runs' values never decrease (a file sorted by query id: then a value differs from every
     earlier one as soon as it differs from the one before it; two comparisons per run cost a
-    tenth of hashing them). An Arrow
-    column of integers is grouped as it is (its uniques are integers: the Spark worker's integer
-    ids); anything else as strings. ``hash_always``: hash the runs' values even when they increase
-    (the same result; for tests that compare the two ways)."""
+    tenth of hashing them). An Arrow column of integers is grouped as it is (its uniques are
+    integers: the Spark worker's integer ids); anything else as strings. ``hash_always``: hash
+    the runs' values even when they increase (the same result; for tests that compare the two
+    ways)."""
     integers = isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type)
     arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
         else as_arrow_strings(values)
@@ -183,17 +183,20 @@ def _increasing_runs(values: pa.ChunkedArray) -> np.ndarray | None:
     return np.concatenate(([True], to_numpy(pc.not_equal(later, earlier))))
 
 
-def _spans(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _spans(arr: pa.Array, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(data, starts, ends) of a non-empty string array: its strings' bytes (a view of Arrow's
-    buffer, from the first string's start to the last one's end) and each string's first and end
-    byte in them."""
+    buffer, from the first string's start to the last one's end) and the first and end byte in
+    them of each string, or of the strings at ``rows`` only."""
     n = len(arr)
     _, off_buf, data_buf = arr.buffers()[:3]
     width = np.int64 if arr.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1].astype(np.int64)
+    offsets = np.frombuffer(off_buf, dtype=width)[arr.offset: arr.offset + n + 1]
     b0, b1 = int(offsets[0]), int(offsets[-1])
     data = np.frombuffer(data_buf, dtype=np.uint8)[b0:b1] if data_buf is not None else np.zeros(0, dtype=np.uint8)
-    return data, offsets[:-1] - b0, offsets[1:] - b0
+    if rows is None:
+        offsets = offsets.astype(np.int64)
+        return data, offsets[:-1] - b0, offsets[1:] - b0
+    return data, offsets[rows].astype(np.int64) - b0, offsets[rows + 1].astype(np.int64) - b0
 
 
 #: data up to this many bytes is copied with zero padding (below, the edges are copied alone)
@@ -265,24 +268,21 @@ def heads(values: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.n
     orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart.
     ``rows``: of the strings at these positions only, read in place (no copy of the strings)."""
     arr = as_arrow_strings(values)
-    if rows is None:
-        rows = np.arange(len(arr))
-    head = np.empty(len(rows), dtype=np.uint64)
-    length = np.empty(len(rows), dtype=np.int64)
     bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
-    which = np.searchsorted(bounds, rows, side="right") - 1 if arr.num_chunks > 1 else None
+    n = bounds[-1] if rows is None else len(rows)
+    head = np.empty(n, dtype=np.uint64)
+    length = np.empty(n, dtype=np.int64)
+    which = np.searchsorted(bounds, rows, side="right") - 1 if rows is not None and arr.num_chunks > 1 else None
     for i, chunk in enumerate(arr.chunks):
-        mine = slice(None) if which is None else np.flatnonzero(which == i)
-        local = rows[mine] - bounds[i]
-        if len(local) == 0:
+        if rows is None:  # every string, chunk after chunk
+            mine, local = slice(bounds[i], bounds[i + 1]), None
+        else:
+            mine = slice(None) if which is None else np.flatnonzero(which == i)
+            local = rows[mine] - bounds[i]
+        if len(chunk) == 0 or (local is not None and len(local) == 0):
             continue
-        _, off_buf, data_buf = chunk.buffers()[:3]
-        width = np.int64 if chunk.type == pa.large_string() else np.int32
-        offsets = np.frombuffer(off_buf, dtype=width)[chunk.offset: chunk.offset + len(chunk) + 1]
-        b0, b1 = int(offsets[0]), int(offsets[-1])
-        data = np.frombuffer(data_buf, dtype=np.uint8)[b0:b1] if data_buf is not None else np.zeros(0, np.uint8)
-        starts = offsets[local].astype(np.int64) - b0
-        size = offsets[local + 1].astype(np.int64) - b0 - starts
+        data, starts, ends = _spans(chunk, local)
+        size = ends - starts
         head[mine] = (_load8(data, starts) & _HEAD_MASK[np.minimum(size, 8)]).byteswap()
         length[mine] = size
     return head, length

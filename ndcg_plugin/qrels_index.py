@@ -183,12 +183,21 @@ class QrelsIndex:
     def _head_codes(self, values: pa.ChunkedArray) -> np.ndarray | None:
         """:meth:`code_of` by the heads (see there), or None when the index's ids are not all of
         at most 8 bytes with distinct heads (an id and itself followed by zero bytes share one)."""
-        head, length = self.memo(("query heads",), lambda: heads(self.qid_values))
-        if len(head) == 0 or int(length.max()) > 8 or bool(np.any(head[1:] <= head[:-1])):
+        found = self.memo(("query heads",), self._query_heads)
+        if found is None:
             return None
+        head, length = found
         h, n = heads(values)
         pos = np.minimum(np.searchsorted(head, h), len(head) - 1)
         return np.where((head[pos] == h) & (length[pos] == n), pos, -1).astype(np.int64)
+
+    def _query_heads(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(head, length) of the query ids (in ``qid_values`` order, so heads increasing) when
+        every id has at most 8 bytes and no two share a head; else None."""
+        head, length = heads(self.qid_values)
+        if len(head) == 0 or int(length.max()) > 8 or bool(np.any(head[1:] <= head[:-1])):
+            return None
+        return head, length
 
     def _query_search(self) -> tuple[np.ndarray, np.ndarray]:
         """(the query ids' fingerprints sorted, the code of each), for :meth:`code_of`'s searches."""
