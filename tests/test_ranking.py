@@ -111,7 +111,6 @@ def test_grouped_order_declines_rows_not_grouped_by_query():
     assert got.tolist() == [1, 2, 0, 3, 4]  # 3.0, 2.0, 1.0; then the tie in file order (stable)
 
 
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=ranked_runs(), depth=st.sampled_from([1, 2, 3, 5, 10]), data=st.data())
 def test_a_ranked_run_cut_as_it_is_joined_ranks_as_the_whole_run(case, depth, data):
@@ -154,8 +153,6 @@ def _values(index, ranked, spec):
 
 TREC_ORDER_SPECS = [Spec("ndcg", "linear", 3), Spec("ndcg", "exp", 5), Spec("mrr", "zero", 3),
                     Spec("mrr", "ignore", 5), Spec("hitrate", "query", 3), Spec("hitrate", "item", 5)]
-
-
 SHARING_SPECS = [Spec("mrr", "zero", 3), Spec("mrr", "ignore", 3), Spec("hitrate", "query", 3),
                  Spec("hitrate", "item", 3), Spec("mrr", "ignore", 3, rel=2), Spec("hitrate", "item", 5, rel=2),
                  Spec("mrr", "zero", 5, rel=2), Spec("hitrate", "query", 5)]
@@ -166,7 +163,7 @@ SHARING_SPECS = [Spec("mrr", "zero", 3), Spec("mrr", "ignore", 3), Spec("hitrate
 def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
     """rank_rows(whole_ties=False) leaves out the rows tied with the last one above the depth:
     every measure that ranks by trec_eval's order alone gives the same values, for cutoffs at
-    the depth and above it. Both RankedRuns hold their rows by query, in rank order; and MRR's
+    the depth and below it. Both RankedRuns hold their rows by query, in rank order; and MRR's
     first hit read off that order equals its minimum over rows in any order."""
     qrels, run, other = case
     index = QrelsIndex(qrels_df(qrels))
