@@ -166,6 +166,27 @@ def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.
     return np.repeat(run_codes.astype(dtype), lengths), uniques, sizes
 
 
+def query_pieces(sizes: np.ndarray, max_rows: int) -> list[tuple[int, int, int, int]]:
+    """(first query, end query, first row, end row) of pieces of whole queries, for rows grouped
+    by query (each query one run, of ``sizes`` rows, in order): as many pieces as ``max_rows``
+    rows each would need, cut at the query boundaries nearest equal shares of the rows (one piece
+    when they all fit; a query longer than a share stays whole)."""
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if len(ends) else 0
+    count = -(-total // max_rows)
+    at = np.searchsorted(ends, np.arange(1, count) * (total / max(count, 1)), side="left") + 1
+    bounds = [0, *sorted({int(a) for a in at if 0 < a < len(sizes)}), len(sizes)]
+    return [(lo, hi, int(ends[lo - 1]) if lo else 0, int(ends[hi - 1]) if hi else 0)
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=False)]
+
+
+def slice_groups(groups: tuple, lo: int, hi: int, a: int, b: int) -> tuple:
+    """:func:`group_codes` of queries ``lo:hi`` (rows ``a:b``) of rows grouped by query, whose codes
+    are the queries' positions: the same triple for those rows alone (codes counted from 0)."""
+    codes, uniques, sizes = groups
+    return codes[a:b] - codes.dtype.type(lo), uniques.slice(lo, hi - lo), sizes[lo:hi]
+
+
 def _increasing_runs(values: pa.ChunkedArray) -> np.ndarray | None:
     """For the values of runs that never decrease (strings in byte order) and hold no null:
     whether each differs from the one before it (runs of one value split where a column's

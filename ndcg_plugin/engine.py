@@ -111,7 +111,7 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
     reported once, as :func:`compute` reports them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .columns import columns_of, group_codes
+    from .columns import columns_of, group_codes, query_pieces, slice_groups
     from .reading.formats import LAYOUTS
     from .reading.lines import Parsed
     specs = list(dict.fromkeys(specs))
@@ -121,20 +121,16 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
     codes, uniques, sizes = groups if groups is not None else group_codes(qids)
     if np.any(codes[1:] < codes[:-1]):
         return compute(index, run, specs, groups=(codes, uniques, sizes))  # not grouped by query
-    ends = np.cumsum(sizes)
-    cuts = np.unique(np.searchsorted(ends, np.arange(BLOCK_ROWS, int(ends[-1]), BLOCK_ROWS), side="left") + 1)
-    bounds = [0, *[int(c) for c in cuts if c < len(sizes)], len(sizes)]  # query positions where blocks start
     counts: list = []
 
-    def block(lo: int, hi: int) -> Block:
-        a, b = int(ends[lo - 1]) if lo else 0, int(ends[hi - 1])
+    def block(bounds: tuple[int, int, int, int]) -> Block:
+        lo, hi, a, b = bounds
         piece = Parsed(LAYOUTS["trec"], qids.slice(a, b - a), docs.slice(a, b - a), score[a:b], None)
-        return compute_block(index, piece, specs, counts, (codes[a:b] - codes.dtype.type(lo),
-                                                           uniques.slice(lo, hi - lo), sizes[lo:hi]))
+        return compute_block(index, piece, specs, counts, slice_groups((codes, uniques, sizes), lo, hi, a, b))
 
     out = empty_values(index, specs)
     with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
-        for result in pool.map(block, bounds[:-1], bounds[1:]):
+        for result in pool.map(block, query_pieces(sizes, BLOCK_ROWS)):
             scatter(out, result)
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
     return out

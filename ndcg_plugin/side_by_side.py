@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import engine, ranking
-from .columns import fingerprints, group_codes
+from .columns import fingerprints, group_codes, query_pieces, slice_groups
 from .errors import BLOCK_BYTES, InputError
 from .qrels_index import QrelsIndex
 from .reading import concat
@@ -108,12 +108,11 @@ class _Piece:
         count = int(pc.sum(pc.less_equal(self.keys, last)).as_py() or 0)
         if count == len(self.keys):
             return (self.parsed, self.groups, self.doc_fp), None
-        at = int(self.starts[count])
-        codes, uniques, sizes = self.groups
-        head = (_slice(self.parsed, 0, at), (codes[:at], uniques.slice(0, count), sizes[:count]), self.doc_fp[:at])
-        self.parsed, self.keys, self.starts = _slice(self.parsed, at, len(self.parsed)), self.keys.slice(count), \
+        at, n = int(self.starts[count]), len(self.parsed)
+        head = (_slice(self.parsed, 0, at), slice_groups(self.groups, 0, count, 0, at), self.doc_fp[:at])
+        self.parsed, self.keys, self.starts = _slice(self.parsed, at, n), self.keys.slice(count), \
             self.starts[count:] - at
-        self.groups = (codes[at:] - codes.dtype.type(count), uniques.slice(count), sizes[count:])
+        self.groups = slice_groups(self.groups, count, len(self.groups[2]), at, n)
         self.doc_fp = self.doc_fp[at:]
         return head, self
 
@@ -294,18 +293,10 @@ def cut_in_pieces(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
     """A block of whole queries (each one run of rows) with its group codes, cut at query
     boundaries into pieces of about ``PIECE_ROWS`` rows (one piece for a block of no more),
     each with its group codes cut as the rows are."""
-    codes, uniques, sizes = groups
-    count = -(-len(part) // PIECE_ROWS)
-    if count <= 1 or len(sizes) < 2:
+    if len(part) <= PIECE_ROWS or len(groups[2]) < 2:
         return [(part, groups)]
-    ends = np.cumsum(sizes)
-    at = np.searchsorted(ends, np.arange(1, count) * (len(part) / count), side="left") + 1
-    bounds = [0, *sorted({int(a) for a in at if 0 < a < len(sizes)}), len(sizes)]  # query positions
-    out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=False):
-        a, b = int(ends[lo - 1]) if lo else 0, int(ends[hi - 1])
-        out.append((_slice(part, a, b), (codes[a:b] - codes.dtype.type(lo), uniques.slice(lo, hi - lo), sizes[lo:hi])))
-    return out
+    return [(_slice(part, a, b), slice_groups(groups, lo, hi, a, b))
+            for lo, hi, a, b in query_pieces(groups[2], PIECE_ROWS)]
 
 
 def _block(mine: tuple, part: Parsed, groups: tuple, run_source: str, specs: list, counts: list,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin.columns import empty_strings, from_numpy, group_codes, heads, to_numpy
+from ndcg_plugin.columns import empty_strings, from_numpy, group_codes, heads, query_pieces, slice_groups, to_numpy
 
 TYPES = {"int32": (pa.int32(), st.integers(-2**31, 2**31 - 1)), "int64": (pa.int64(), st.integers(-2**63, 2**63 - 1)),
          "float64": (pa.float64(), st.floats(allow_nan=False)), "bool": (pa.bool_(), st.booleans())}
@@ -113,3 +113,29 @@ def test_heads_match_their_definition_at_every_offset_and_data_size(values, skip
         head, length = heads(a, rows)
         assert head.tolist() == [expected_head[r] for r in rows]
         assert length.tolist() == [expected_length[r] for r in rows]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 20), min_size=1, max_size=40), st.integers(1, 60))
+def test_query_pieces_cut_whole_queries_into_about_equal_shares(sizes, max_rows):
+    """query_pieces (the side by side's pieces, compute_in_blocks' blocks) against its definition:
+    whole queries, in order, every row once, as many pieces as max_rows-row pieces would need (or
+    fewer, where a query is longer than a share), each at most a share plus one query; and
+    slice_groups gives each piece's rows the codes group_codes gives them alone."""
+    sizes = np.array(sizes)
+    pieces = query_pieces(sizes, max_rows)
+    total, ends = int(sizes.sum()), np.cumsum(sizes)
+    assert pieces[0][0] == 0 and pieces[-1][1] == len(sizes) and pieces[0][2] == 0 and pieces[-1][3] == total
+    for (_, hi, _, b), (lo, _, a, _) in zip(pieces[:-1], pieces[1:], strict=True):
+        assert hi == lo and b == a
+    count = -(-total // max_rows)
+    assert 1 <= len(pieces) <= count
+    for lo, hi, a, b in pieces:
+        assert lo < hi and a == (ends[lo - 1] if lo else 0) and b == ends[hi - 1]
+        assert b - a <= total / count + sizes.max()
+    ids = pa.chunked_array([pa.array([f"q{i:02d}" for i, n in enumerate(sizes) for _ in range(n)],
+                                     type=pa.large_string())])
+    groups = group_codes(ids)
+    for lo, hi, a, b in pieces:
+        got, alone = slice_groups(groups, lo, hi, a, b), group_codes(ids.slice(a, b - a))
+        assert got[0].tolist() == alone[0].tolist() and got[1].equals(alone[1]) and got[2].tolist() == alone[2].tolist()
