@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import speedups
+
 _K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _K3 = np.uint64(0x165667B19E3779F9)
@@ -247,8 +249,8 @@ def _load8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
-    if len(arr) == 0:
+def _fingerprint_chunk(arr: pa.Array, out: np.ndarray, native: bool = True) -> None:
+    if len(arr) == 0 or (native and speedups.fingerprints_into(arr, out)):
         return
     data, starts, ends = _spans(arr)
     length = ends - starts
@@ -268,26 +270,28 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
     out[:] = mixed
 
 
-def fingerprints(values: Any) -> np.ndarray:
-    """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length."""
+def fingerprints(values: Any, native: bool = True) -> np.ndarray:
+    """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length. ``native``:
+    through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
     out = np.empty(len(arr), dtype=np.uint64)
     jobs, pos = [], 0
     for chunk in arr.chunks:
         for lo in range(0, len(chunk), _CHUNK):
             piece = chunk.slice(lo, _CHUNK)
-            jobs.append((piece, out[pos: pos + len(piece)]))
+            jobs.append((piece, out[pos: pos + len(piece)], native))
             pos += len(piece)
     # below _PARALLEL_MIN (a block of a streamed run, whose parse runs on the other core): one thread
-    parallel_map(_fingerprint_chunk, jobs, threads=len(arr) >= _PARALLEL_MIN)
+    parallel_map(_fingerprint_chunk, jobs, threads=len(arr) >= _PARALLEL_MIN and not speedups.available())
     return out
 
 
-def heads(values: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def heads(values: Any, rows: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(head, length) per string: its first 8 bytes as a big-endian uint64 (zero bytes after a
     shorter string's end) and its length in bytes. For strings of at most 8 bytes, (head, length)
     orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart.
-    ``rows``: of the strings at these positions only, read in place (no copy of the strings)."""
+    ``rows``: of the strings at these positions only, read in place (no copy of the strings).
+    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
     bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
     n = bounds[-1] if rows is None else len(rows)
@@ -301,6 +305,10 @@ def heads(values: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.n
             mine = slice(None) if which is None else np.flatnonzero(which == i)
             local = rows[mine] - bounds[i]
         if len(chunk) == 0 or (local is not None and len(local) == 0):
+            continue
+        found = speedups.heads_of(chunk, local) if native else None
+        if found is not None:
+            head[mine], length[mine] = found
             continue
         data, starts, ends = _spans(chunk, local)
         size = ends - starts

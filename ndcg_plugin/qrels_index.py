@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import speedups
 from .columns import (
     as_arrow_strings,
     columns_of,
@@ -206,10 +207,12 @@ class QrelsIndex:
         return fp[order], order
 
     def labels(self, q: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None = None,
-               doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged.
         ``doc_at``: pair i's doc id is ``docs[doc_at[i]]`` (ascending; None: ``docs[i]``);
-        ``doc_fp``: the pairs' doc id fingerprints (``columns.fingerprints``), when the caller has them."""
+        ``doc_fp``: the pairs' doc id fingerprints (``columns.fingerprints``), when the caller has them.
+        ``native``: keys looked up by the C loop when it is built (:mod:`ndcg_plugin.speedups`),
+        each among its own query's keys (the same positions)."""
         if doc_at is not None and (self.exact or doc_fp is None):
             docs, doc_at = take_sorted(as_arrow_strings(docs), doc_at), None
         n = len(q)
@@ -220,15 +223,25 @@ class QrelsIndex:
             at, rows = self._exact_positions(q, docs)
         else:
             keys = self.pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
-            pos = search_sorted(self.keys, keys, near_sorted=in_runs(q, len(self.keys)))
-            rows = np.flatnonzero(self.keys[pos] == keys)
-            at = pos[rows]
+            rows, at = self._found(q, keys, native)
             ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
                             self._doc_order[at])
             rows, at = rows[ok], at[ok]
         judged[rows] = True
         rel[rows] = self.rel[at]
         return judged, rel
+
+    def _found(self, q: np.ndarray, keys: np.ndarray, native: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, positions in ``keys``) of the pair keys the index holds (query codes ``q``)."""
+        if native and speedups.available():
+            starts = self.memo(("code starts",), lambda: np.searchsorted(self.key_q, np.arange(self.nq + 1)))
+            pos = speedups.find_in_ranges(self.keys, starts, q, keys)
+            if pos is not None:
+                rows = np.flatnonzero(pos >= 0)
+                return rows, pos[rows]
+        pos = search_sorted(self.keys, keys, near_sorted=in_runs(q, len(self.keys)))
+        rows = np.flatnonzero(self.keys[pos] == keys)
+        return rows, pos[rows]
 
     def _exact_positions(self, q: np.ndarray, docs: Any) -> tuple[np.ndarray, np.ndarray]:
         """(positions in ``keys``, rows) of the judged pairs, by Arrow's exact lookups: the doc ids

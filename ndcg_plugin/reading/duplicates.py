@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
+from .. import speedups
 from ..columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
 from ..errors import VALUE_COLUMN, Kind
 from .formats import error_at
@@ -102,13 +103,17 @@ def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     return not np.any(folded[:, 1:] == folded[:, :-1])
 
 
-def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
+def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray, native: bool = True) -> bool:
     """True when no query holds a doc fingerprint twice, shown for rows grouped by query (each
     query one run of rows, codes counted from 0 as ``group_codes`` gives them) of at most
     ``_SMALL_MAX`` rows each, of any sizes (recommendation logs: a few items per user): the
     queries of each size are the rows of a 2-D array, each row sorted on its own, which costs
     less than one sort of all the rows. False when it cannot show it (other shapes, or two equal
-    fingerprints in a query: a duplicate, or a collision the caller's exact check sorts out)."""
+    fingerprints in a query: a duplicate, or a collision the caller's exact check sorts out).
+    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same answer)."""
+    shown = speedups.distinct_small(docs_fp, q_codes, _SMALL_MAX) if native else None
+    if shown is not None:
+        return shown
     n = len(docs_fp)
     if n < 2 or q_codes[0] != 0 or n > _SMALL_MAX * (int(q_codes[-1]) + 1):
         return False  # the O(1) tests first (the last: queries of more than _SMALL_MAX rows on average)

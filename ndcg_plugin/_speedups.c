@@ -1,0 +1,214 @@
+/* Optional C loops for the hottest numpy passes over a block's rows (see speedups.py).
+
+Each function computes exactly what its numpy definition in the package computes (tests compare
+the two on random inputs); the Python side falls back to numpy when this module is not built.
+Arguments are raw buffers (numpy arrays, Arrow buffers): offsets of Arrow strings (int32 or
+int64, absolute positions in the data buffer), the data bytes, and output arrays the caller
+allocated. Every offset and row is checked against its buffer before it is read; the loops run
+without the GIL. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static const uint64_t K1 = 0x9E3779B97F4A7C15ULL, K2 = 0xC2B2AE3D27D4EB4FULL, K3 = 0x165667B19E3779F9ULL;
+
+/* little-endian load of n <= 8 bytes, zeros above them */
+static inline uint64_t load_le(const uint8_t *p, int64_t n) {
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (int64_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+#else
+    memcpy(&v, p, (size_t)n);
+#endif
+    return v;
+}
+
+static inline int64_t offset_at(const void *off, int width, int64_t i) {
+    return width == 8 ? ((const int64_t *)off)[i] : (int64_t)((const int32_t *)off)[i];
+}
+
+static int check_width(int width) {
+    if (width != 4 && width != 8) {
+        PyErr_Format(PyExc_ValueError, "offset width must be 4 or 8 bytes, got %d", width);
+        return 0;
+    }
+    return 1;
+}
+
+/* fingerprints(offsets, width, data, out): out[i] = the fingerprint of string i
+   (columns.fingerprints: first 8 bytes, last 8 bytes beyond 8, length). */
+static PyObject *fingerprints(PyObject *self, PyObject *args) {
+    Py_buffer off, data, out;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*w*", &off, &width, &data, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = out.len / 8, bad = -1;
+    if (!check_width(width)) goto done;
+    if (off.len < (n + 1) * width) {
+        PyErr_SetString(PyExc_ValueError, "fewer offsets than strings + 1");
+        goto done;
+    }
+    const uint8_t *d = data.buf;
+    uint64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = offset_at(off.buf, width, i), e = offset_at(off.buf, width, i + 1);
+        if (s < 0 || e < s || e > data.len) { bad = i; break; }
+        int64_t len = e - s;
+        uint64_t m = load_le(d + s, len < 8 ? len : 8) * K1 ^ (uint64_t)len * K2;
+        if (len > 8) {
+            uint64_t t = load_le(d + e - 8, 8);
+            m ^= ((t * K2) >> 29) ^ (t * K3);
+        }
+        o[i] = m;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "string %lld lies outside the data", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
+    return result;
+}
+
+/* heads(offsets, width, data, rows, head, length): of string rows[i] (rows: int64; an empty
+   buffer for every string), its first 8 bytes as a big-endian word (zeros after its end) and
+   its length (columns.heads). */
+static PyObject *heads(PyObject *self, PyObject *args) {
+    Py_buffer off, data, rows, head, length;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*y*w*w*", &off, &width, &data, &rows, &head, &length)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = head.len / 8, strings = off.len / (width > 0 ? width : 1) - 1, bad = -1;
+    int all = rows.len == 0;
+    if (!check_width(width)) goto done;
+    if (length.len != head.len || (all ? n > strings : rows.len != n * 8)) {
+        PyErr_SetString(PyExc_ValueError, "heads: buffer sizes disagree");
+        goto done;
+    }
+    const uint8_t *d = data.buf;
+    const int64_t *r = rows.buf;
+    uint64_t *h = head.buf;
+    int64_t *l = length.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = all ? i : r[i];
+        if (at < 0 || at >= strings) { bad = i; break; }
+        int64_t s = offset_at(off.buf, width, at), e = offset_at(off.buf, width, at + 1);
+        if (s < 0 || e < s || e > data.len) { bad = i; break; }
+        int64_t len = e - s;
+        h[i] = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8));
+        l[i] = len;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "row %lld names no string in the data", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&rows);
+    PyBuffer_Release(&head); PyBuffer_Release(&length);
+    return result;
+}
+
+/* distinct_small(fp, codes, width, most): duplicates.distinct_within_small_queries: True when
+   the codes (int32 or int64) count queries from 0 in runs (each query one run, the next code
+   one more) of at most `most` rows, and no run holds a fingerprint twice; else False. */
+static PyObject *distinct_small(PyObject *self, PyObject *args) {
+    Py_buffer fp, codes;
+    int width, most;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &fp, &codes, &width, &most)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = fp.len / 8;
+    if (!check_width(width)) goto done;
+    if (codes.len != n * width || most < 1 || most > 4096) {
+        PyErr_SetString(PyExc_ValueError, "distinct_small: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *f = fp.buf;
+    int distinct = n >= 2 && offset_at(codes.buf, width, 0) == 0;
+    uint64_t *seen = distinct ? PyMem_RawMalloc(sizeof(uint64_t) * (size_t)most) : NULL;
+    if (distinct && seen == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t a = 0;
+    while (distinct && a < n) {
+        int64_t q = offset_at(codes.buf, width, a), b = a + 1;
+        while (b < n && offset_at(codes.buf, width, b) == q) b++;
+        if ((b < n && offset_at(codes.buf, width, b) != q + 1) || b - a > most) { distinct = 0; break; }
+        for (int64_t i = 0; i < b - a; i++) {  /* insertion into the sorted fingerprints seen */
+            uint64_t v = f[a + i];
+            int64_t j = i;
+            while (j > 0 && seen[j - 1] > v) { seen[j] = seen[j - 1]; j--; }
+            if (j > 0 && seen[j - 1] == v) { distinct = 0; break; }
+            seen[j] = v;
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(seen);
+    result = PyBool_FromLong(distinct);
+done:
+    PyBuffer_Release(&fp); PyBuffer_Release(&codes);
+    return result;
+}
+
+/* find_in_ranges(keys, starts, codes, width, needles, out): out[i] = the position of needles[i]
+   in keys[starts[c]:starts[c + 1]] (c = codes[i]; sorted, distinct uint64 keys), or -1. */
+static PyObject *find_in_ranges(PyObject *self, PyObject *args) {
+    Py_buffer keys, starts, codes, needles, out;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*y*y*iy*w*", &keys, &starts, &codes, &width, &needles, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = needles.len / 8, nk = keys.len / 8, ns = starts.len / 8 - 1, bad = -1;
+    if (!check_width(width)) goto done;
+    if (out.len != n * 8 || codes.len != n * width || ns < 0) {
+        PyErr_SetString(PyExc_ValueError, "find_in_ranges: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *k = keys.buf, *x = needles.buf;
+    const int64_t *st = starts.buf;
+    int64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = offset_at(codes.buf, width, i);
+        if (c < 0 || c >= ns) { bad = i; break; }
+        int64_t lo = st[c], end = st[c + 1], hi = end;
+        if (lo < 0 || end < lo || end > nk) { bad = i; break; }
+        uint64_t v = x[i];
+        while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
+            int64_t mid = lo + (hi - lo) / 2;
+            if (k[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        int64_t found = -1;
+        for (; lo < end; lo++) {
+            if (k[lo] >= v) { if (k[lo] == v) found = lo; break; }
+        }
+        o[i] = found;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "needle %lld has no range of keys", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&keys); PyBuffer_Release(&starts); PyBuffer_Release(&codes);
+    PyBuffer_Release(&needles); PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},
+    {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length)"},
+    {"distinct_small", distinct_small, METH_VARARGS, "distinct_small(fp, codes, width, most) -> bool"},
+    {"find_in_ranges", find_in_ranges, METH_VARARGS, "find_in_ranges(keys, starts, codes, width, needles, out)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "C loops for ndcg_plugin.speedups", -1, methods};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

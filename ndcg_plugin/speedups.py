@@ -1,0 +1,115 @@
+"""Optional C loops (``ndcg_plugin/_speedups.c``) for the numpy passes that cost most on
+recommendation logs: string fingerprints and heads, the check that no query holds a doc twice,
+and the lookup of (query, doc) keys among a query's judgments.
+
+A numpy pass over a block reads and writes whole arrays once per step; on logs (10^6 users,
+short lists) the engine's steps each cost a few nanoseconds a row, and their number is what
+costs: one loop in C does several in one pass. Each function here returns exactly what its numpy
+definition returns (``tests/test_speedups.py`` compares the two on random inputs, and the CLI's
+output with and without them), or None when it does not apply, and the caller then runs numpy.
+
+The extension is built at install when a C compiler is at hand (``pip install .``; an editable
+install builds it in place) and is optional: without it, or with the environment variable
+``NDCG_PLUGIN_SPEEDUPS=0`` set before the import, every caller runs its numpy definition.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+import pyarrow as pa
+
+#: the name of the environment variable that turns the C loops off ("0"), read once at import
+ENV = "NDCG_PLUGIN_SPEEDUPS"
+
+
+def _load():
+    if os.environ.get(ENV, "1").strip() == "0":
+        return None
+    try:
+        return importlib.import_module(f"{__package__}._speedups")
+    except ImportError:
+        return None
+
+
+_C = _load()
+
+
+def available() -> bool:
+    """Whether the C loops are built and not turned off."""
+    return _C is not None
+
+
+def _strings(arr: pa.Array) -> tuple[np.ndarray, int, object] | None:
+    """(offsets of the array's strings, their width in bytes, the data buffer) of an Arrow string
+    or binary array, or None for another type."""
+    t = arr.type
+    if t in (pa.large_string(), pa.large_binary()):
+        width = 8
+    elif t in (pa.string(), pa.binary()):
+        width = 4
+    else:
+        return None
+    _, off_buf, data_buf = arr.buffers()[:3]
+    n = len(arr)
+    offsets = np.frombuffer(off_buf, dtype=np.int64 if width == 8 else np.int32)[arr.offset: arr.offset + n + 1]
+    return offsets, width, data_buf if data_buf is not None else b""
+
+
+def fingerprints_into(arr: pa.Array, out: np.ndarray) -> bool:
+    """Write the fingerprints of the strings of ``arr`` into ``out`` (uint64, C-contiguous), as
+    :func:`ndcg_plugin.columns.fingerprints` defines them; False (nothing written) when the C
+    loops are not at hand or the array is not of strings."""
+    if not available() or len(arr) == 0 or arr.null_count or out.dtype != np.uint64 or not out.flags.c_contiguous:
+        return False
+    parts = _strings(arr)
+    if parts is None:
+        return False
+    offsets, width, data = parts
+    _C.fingerprints(offsets, width, data, out)
+    return True
+
+
+def heads_of(arr: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(head, length) of the strings of ``arr`` (at ``rows``, int64 positions, or all for None),
+    as :func:`ndcg_plugin.columns.heads` defines them; None when the C loops are not at hand."""
+    if not available() or arr.null_count:
+        return None
+    parts = _strings(arr)
+    if parts is None:
+        return None
+    offsets, width, data = parts
+    n = len(arr) if rows is None else len(rows)
+    head, length = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.int64)
+    if n:
+        at = b"" if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+        _C.heads(offsets, width, data, at, head, length)
+    return head, length
+
+
+def _codes(codes: np.ndarray) -> np.ndarray | None:
+    return np.ascontiguousarray(codes) if codes.dtype in (np.int32, np.int64) else None
+
+
+def distinct_small(docs_fp: np.ndarray, q_codes: np.ndarray, most: int) -> bool | None:
+    """:func:`ndcg_plugin.reading.duplicates.distinct_within_small_queries` (queries of at most
+    ``most`` rows); None when the C loops are not at hand."""
+    codes = _codes(q_codes)
+    if not available() or codes is None or docs_fp.dtype != np.uint64 or len(docs_fp) != len(codes):
+        return None
+    return bool(_C.distinct_small(np.ascontiguousarray(docs_fp), codes, codes.itemsize, most))
+
+
+def find_in_ranges(keys: np.ndarray, starts: np.ndarray, codes: np.ndarray, needles: np.ndarray) -> np.ndarray | None:
+    """Position of each needle among ``keys[starts[c]:starts[c + 1]]`` (``c`` its code; keys
+    sorted and distinct, uint64), -1 where it is not there; None when the C loops are not at
+    hand."""
+    c = _codes(codes)
+    if not available() or c is None or keys.dtype != np.uint64 or needles.dtype != np.uint64 or len(c) != len(needles):
+        return None
+    out = np.empty(len(needles), dtype=np.int64)
+    if len(out):
+        _C.find_in_ranges(np.ascontiguousarray(keys), np.ascontiguousarray(starts, dtype=np.int64), c,
+                          c.itemsize, np.ascontiguousarray(needles), out)
+    return out

@@ -1,0 +1,141 @@
+"""The C loops (ndcg_plugin.speedups) against the numpy definitions they replace: each function
+on random inputs (strings with zero bytes, non-ASCII, empty and long; sliced and chunked
+arrays; codes that are and are not grouped), and the command's output with and without them,
+byte for byte, on random interaction logs (tests/test_side_by_side.py's) and with the
+environment variable that turns them off. Where the extension is not built, the comparisons
+are skipped (numpy runs alone) except in CI, where its absence fails."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ndcg_plugin import read, speedups
+from ndcg_plugin.columns import fingerprints, heads
+from ndcg_plugin.qrels_index import QrelsIndex
+from ndcg_plugin.reading.duplicates import distinct_within_small_queries
+
+from .helpers import qrels_df
+from .helpers import run_cli as run_process
+from .test_side_by_side import MEASURES, logs, run_cli
+
+built = pytest.mark.skipif(not speedups.available(), reason="the C loops are not built here (no compiler at "
+                           "install, or NDCG_PLUGIN_SPEEDUPS=0): numpy runs alone")
+STRINGS = st.lists(st.binary(max_size=20).map(lambda b: b.decode("latin-1")) | st.text(max_size=12), max_size=40)
+
+
+def test_the_c_loops_are_built_in_ci():
+    if not os.environ.get("CI"):
+        pytest.skip("outside CI a machine without a C compiler runs numpy alone")
+    assert speedups.available(), "CI installs with a C compiler at hand: the extension should be built"
+
+
+@st.composite
+def string_arrays(draw):
+    """Chunked string arrays: large or not, chunks sliced at any offset."""
+    typ = draw(st.sampled_from([pa.string(), pa.large_string()]))
+    chunks = []
+    for values in draw(st.lists(STRINGS, min_size=1, max_size=3)):
+        arr = pa.array(values, type=typ)
+        lo = draw(st.integers(0, len(arr)))
+        chunks.append(arr.slice(lo, draw(st.integers(0, len(arr) - lo))))
+    return pa.chunked_array(chunks, type=typ)
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(string_arrays(), st.data())
+def test_fingerprints_and_heads_in_c_equal_numpys(arr, data):
+    assert fingerprints(arr).tolist() == fingerprints(arr, native=False).tolist()
+    n = len(arr)
+    rows = np.array(sorted(data.draw(st.lists(st.integers(0, n - 1), max_size=20))) if n else [], dtype=np.int64)
+    for at in (None, rows):
+        mine, theirs = heads(arr, at), heads(arr, at, native=False)
+        assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
+
+
+@built
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.integers(1, 70), min_size=1, max_size=30), st.data(), st.sampled_from([np.int32, np.int64]))
+def test_distinct_within_small_queries_in_c_equals_numpys(sizes, data, dtype):
+    codes = np.repeat(np.arange(len(sizes)), sizes).astype(dtype)
+    change = data.draw(st.sampled_from(["none", "one", "gap"]))
+    at = data.draw(st.integers(0, len(codes) - 1))
+    if change == "one":  # codes not counted from 0, a query seen again, a step of two
+        codes[at] += data.draw(st.sampled_from([-1, 1, 2]))
+    elif change == "gap":  # the codes from a query on one more: a code skipped
+        codes[codes >= codes[at]] += 1
+    span = data.draw(st.sampled_from([4, 50, 2**64]))  # few values: repeats within a query
+    fp = np.array(data.draw(st.lists(st.integers(0, span - 1), min_size=len(codes), max_size=len(codes))),
+                  dtype=np.uint64)
+    assert distinct_within_small_queries(fp, codes) == distinct_within_small_queries(fp, codes, native=False)
+
+
+IDS = st.text(st.sampled_from(["a", "b", "0", "é", "\x00"]), min_size=1, max_size=4)
+QIDS = st.sampled_from(["a", "b"]) | IDS  # often two queries of many judgments (the search in C bisects)
+
+
+@built
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(QIDS, IDS, st.integers(-2, 4)), min_size=1, max_size=80, unique_by=lambda r: r[:2]),
+       st.lists(st.tuples(QIDS, IDS), max_size=60))
+def test_labels_looked_up_in_c_equal_numpys(judgments, probes):
+    index = QrelsIndex(read(qrels_df(judgments), "qrels"))
+    qids = pa.chunked_array([pa.array([q for q, _ in probes] + [q for q, _, _ in judgments], type=pa.large_string())])
+    docs = pa.chunked_array([pa.array([d for _, d in probes] + [d for _, d, _ in judgments], type=pa.large_string())])
+    codes = index.code_of(qids)
+    known = np.flatnonzero(codes >= 0)
+    docs = docs.take(pa.array(known))
+    mine, theirs = index.labels(codes[known], docs), index.labels(codes[known], docs, native=False)
+    assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
+
+
+@built
+def test_labels_looked_up_in_c_in_queries_of_every_size_up_to_40():
+    """One query per size, each doc id a judgment (label by hand: its position mod 3) or not
+    (an odd number): the search in C bisects ranges of more than 8 keys."""
+    judgments = [(f"q{size}", f"d{2 * i}", i % 3) for size in range(1, 41) for i in range(size)]
+    index = QrelsIndex(read(qrels_df(judgments), "qrels"))
+    probes = [(q, d) for q, d, _ in judgments] + [(f"q{size}", f"d{2 * i + 1}") for size in range(1, 41)
+                                                    for i in range(size)]
+    codes = index.code_of(pa.chunked_array([pa.array([q for q, _ in probes], type=pa.large_string())]))
+    docs = pa.chunked_array([pa.array([d for _, d in probes], type=pa.large_string())])
+    judged, label = index.labels(codes, docs)
+    n = len(judgments)
+    assert judged.tolist() == [True] * n + [False] * (len(probes) - n)
+    assert label.tolist() == [r for _, _, r in judgments] + [0] * (len(probes) - n)
+
+
+@built
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logs(), st.sampled_from([[], ["--block-size", "64"], ["--duplicates", "max"], ["-q"]]))
+def test_the_command_prints_the_same_with_and_without_the_c_loops(monkeypatch, tmp_path, case, options):
+    qrels, run = case
+    (tmp_path / "q").write_text(qrels)
+    (tmp_path / "r").write_text(run)
+    args = ["eval", str(tmp_path / "q"), str(tmp_path / "r"), "-p", "-1", *options, *MEASURES]
+    fast = run_cli(*args)
+    with monkeypatch.context() as m:
+        m.setattr(speedups, "available", lambda: False)
+        slow = run_cli(*args)
+    assert fast == slow
+
+
+@built
+def test_the_environment_variable_turns_them_off(tmp_path):
+    code = "from ndcg_plugin import speedups; print(speedups.available())"
+    import subprocess
+    import sys
+    for value, expected in (("0", "False"), ("1", "True")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, speedups.ENV: value}, check=True).stdout.strip()
+        assert out == expected
+    (tmp_path / "q").write_text("u1 0 a 2\nu1 0 b 1\nu2 0 c 1\n")
+    (tmp_path / "r").write_text("u1 Q0 b 1 2.0 t\nu1 Q0 a 2 2.0 t\nu2 Q0 c 1 1.0 t\nu2 Q0 d 2 0.5 t\n")
+    outs = [run_process("eval", str(tmp_path / "q"), str(tmp_path / "r"), "-p", "-1", "-q", *MEASURES,
+                        env={speedups.ENV: value}) for value in ("0", "1")]
+    assert outs[0].returncode == 0 and outs[0].stdout == outs[1].stdout
