@@ -139,12 +139,20 @@ static PyObject *distinct_small(PyObject *self, PyObject *args) {
         int64_t q = offset_at(codes.buf, width, a), b = a + 1;
         while (b < n && offset_at(codes.buf, width, b) == q) b++;
         if ((b < n && offset_at(codes.buf, width, b) != q + 1) || b - a > most) { distinct = 0; break; }
-        for (int64_t i = 0; i < b - a; i++) {  /* insertion into the sorted fingerprints seen */
-            uint64_t v = f[a + i];
-            int64_t j = i;
-            while (j > 0 && seen[j - 1] > v) { seen[j] = seen[j - 1]; j--; }
-            if (j > 0 && seen[j - 1] == v) { distinct = 0; break; }
-            seen[j] = v;
+        int64_t k = b - a;
+        if (k <= 24) {  /* every pair compared, without branches: cheaper than a sort of so few */
+            int same = 0;
+            for (int64_t i = 1; i < k; i++)
+                for (int64_t j = 0; j < i; j++) same |= f[a + i] == f[a + j];
+            distinct = !same;
+        } else {
+            for (int64_t i = 0; i < k; i++) {  /* insertion into the sorted fingerprints seen */
+                uint64_t v = f[a + i];
+                int64_t j = i;
+                while (j > 0 && seen[j - 1] > v) { seen[j] = seen[j - 1]; j--; }
+                if (j > 0 && seen[j - 1] == v) { distinct = 0; break; }
+                seen[j] = v;
+            }
         }
         a = b;
     }
@@ -183,11 +191,9 @@ static PyObject *find_in_ranges(PyObject *self, PyObject *args) {
             int64_t mid = lo + (hi - lo) / 2;
             if (k[mid] < v) lo = mid + 1; else hi = mid;
         }
-        int64_t found = -1;
-        for (; lo < end; lo++) {
-            if (k[lo] >= v) { if (k[lo] == v) found = lo; break; }
-        }
-        o[i] = found;
+        int64_t below = 0;  /* the first key >= v: lo + the keys below v in [lo, hi) */
+        for (int64_t j = lo; j < hi; j++) below += k[j] < v;
+        o[i] = lo + below < end && k[lo + below] == v ? lo + below : -1;
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
@@ -201,7 +207,41 @@ done:
     return result;
 }
 
+/* empty_field(data, start, end, delimiter, first_column, has_cr): columnar._empty_field on the
+   bytes data[start:end]: a delimiter followed by a delimiter, "\n" or (has_cr) "\r", or ending
+   the bytes; with first_column, also one that starts them or follows "\n". */
+static PyObject *empty_field(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t start, end;
+    int delimiter, first_column, has_cr;
+    if (!PyArg_ParseTuple(args, "y*nniii", &data, &start, &end, &delimiter, &first_column, &has_cr)) return NULL;
+    if (start < 0 || end < start || end > data.len) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "empty_field: the span lies outside the data");
+        return NULL;
+    }
+    const uint8_t *c = (const uint8_t *)data.buf + start;
+    Py_ssize_t n = end - start;
+    const uint8_t d = (uint8_t)delimiter, cr = has_cr ? '\r' : d;  /* without \r, test d twice */
+    int found = n > 0 && (c[n - 1] == d || (first_column && c[0] == d));
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; !found && i + 1 < n; i += 4096) {
+        Py_ssize_t stop = i + 4096 < n - 1 ? i + 4096 : n - 1;
+        int hit = 0;
+        for (Py_ssize_t j = i; j < stop; j++) {
+            uint8_t a = c[j], b = c[j + 1];
+            hit |= (a == d) & ((b == d) | (b == '\n') | (b == cr));
+            hit |= first_column & (a == '\n') & (b == d);
+        }
+        found = hit;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
+    {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool"},
     {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},
     {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length)"},
     {"distinct_small", distinct_small, METH_VARARGS, "distinct_small(fp, codes, width, most) -> bool"},

@@ -113,3 +113,11 @@ def find_in_ranges(keys: np.ndarray, starts: np.ndarray, codes: np.ndarray, need
         _C.find_in_ranges(np.ascontiguousarray(keys), np.ascontiguousarray(starts, dtype=np.int64), c,
                           c.itemsize, np.ascontiguousarray(needles), out)
     return out
+
+
+def empty_field(data: bytes, start: int, end: int, delimiter: bytes, first_column: bool, has_cr: bool) -> bool | None:
+    """:func:`ndcg_plugin.reading.columnar.empty_field` on ``data[start:end]``; None when the C
+    loops are not at hand."""
+    if not available() or len(delimiter) != 1:
+        return None
+    return bool(_C.empty_field(data, start, end, delimiter[0], first_column, has_cr))

@@ -1,7 +1,7 @@
 """The C loops (ndcg_plugin.speedups) against the numpy definitions they replace: each function
 on random inputs (strings with zero bytes, non-ASCII, empty and long; sliced and chunked
-arrays; codes that are and are not grouped), and the command's output with and without them,
-byte for byte, on random interaction logs (tests/test_side_by_side.py's) and with the
+arrays; codes that are and are not grouped; text with empty fields), and the command's
+output with and without them, byte for byte, on random interaction logs (tests/test_side_by_side.py's) and with the
 environment variable that turns them off. Where the extension is not built, the comparisons
 are skipped (numpy runs alone) except in CI, where its absence fails."""
 from __future__ import annotations
@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from ndcg_plugin import read, speedups
 from ndcg_plugin.columns import fingerprints, heads
 from ndcg_plugin.qrels_index import QrelsIndex
+from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
+from ndcg_plugin.reading.sources import Chunk
 
 from .helpers import qrels_df
 from .helpers import run_cli as run_process
@@ -73,6 +75,30 @@ def test_distinct_within_small_queries_in_c_equals_numpys(sizes, data, dtype):
     fp = np.array(data.draw(st.lists(st.integers(0, span - 1), min_size=len(codes), max_size=len(codes))),
                   dtype=np.uint64)
     assert distinct_within_small_queries(fp, codes) == distinct_within_small_queries(fp, codes, native=False)
+
+
+@built
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=60).map(lambda b: bytes(b" a\t\n\r"[x % 5] for x in b)), st.data(),
+       st.sampled_from([b" ", b"\t"]), st.booleans(), st.booleans())
+def test_empty_fields_found_in_c_as_by_numpy(text, data, delimiter, first_column, has_cr):
+    start = data.draw(st.integers(0, len(text)))
+    chunk = Chunk(text, start, data.draw(st.integers(start, len(text))))
+    assert empty_field(chunk, delimiter, first_column, has_cr) == \
+        empty_field(chunk, delimiter, first_column, has_cr, native=False)
+
+
+@built
+def test_empty_fields_by_hand():
+    """Each way a field is empty, alone in its block (by hand: empty, or not, as the docstring of
+    ``empty_field`` says), in C and in numpy."""
+    cases = [(b"a b\n", False, False, False), (b"a  b\n", False, False, True), (b"a b \n", False, False, True),
+             (b"a b \r\n", False, True, True), (b"a b \r\n", False, False, False), (b" a b\n", False, False, False),
+             (b" a b\n", True, False, True), (b"a b\n c\n", True, False, True), (b"a b\n c\n", False, False, False),
+             (b"a b ", False, False, True), (b"", True, True, False)]
+    for text, first_column, has_cr, empty in cases:
+        for native in (True, False):
+            assert empty_field(Chunk(text), b" ", first_column, has_cr, native=native) == empty, (text, native)
 
 
 IDS = st.text(st.sampled_from(["a", "b", "0", "é", "\x00"]), min_size=1, max_size=4)
