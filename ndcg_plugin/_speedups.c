@@ -240,7 +240,65 @@ static PyObject *empty_field(PyObject *self, PyObject *args) {
     return PyBool_FromLong(found);
 }
 
+/* increasing_codes(offsets, width, data, previous, code, out): the group codes of strings that
+   never decrease (byte order, a prefix first): out[i] (int32 or int64, by its size) counts the
+   distinct strings before string i, from `code` for the first string when it equals
+   `previous` (bytes, or None for no string before), from code + 1 otherwise. Returns the last
+   code given, or None at the first string smaller than the one before it. */
+static PyObject *increasing_codes(PyObject *self, PyObject *args) {
+    Py_buffer off, data, prev, out;
+    int width;
+    long long code;
+    PyObject *previous;
+    if (!PyArg_ParseTuple(args, "y*iy*OLw*", &off, &width, &data, &previous, &code, &out)) return NULL;
+    PyObject *result = NULL;
+    int have_prev = previous != Py_None;
+    if (have_prev && PyObject_GetBuffer(previous, &prev, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
+        return NULL;
+    }
+    int64_t n = (int64_t)(off.len / (width == 8 ? 8 : 4)) - 1, bad = -1, item = 0;
+    int decreasing = 0;
+    if (!check_width(width)) goto done;
+    item = n > 0 ? out.len / n : 0;
+    if (n < 0 || (n > 0 && out.len != n * item) || (n > 0 && item != 4 && item != 8)) {
+        PyErr_SetString(PyExc_ValueError, "increasing_codes: buffer sizes disagree");
+        goto done;
+    }
+    const uint8_t *d = data.buf, *last = have_prev ? prev.buf : NULL;
+    int64_t last_len = have_prev ? prev.len : 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = offset_at(off.buf, width, i), e = offset_at(off.buf, width, i + 1);
+        if (s < 0 || e < s || e > data.len) { bad = i; break; }
+        int64_t len = e - s;
+        if (last == NULL) {
+            code++;
+        } else {
+            int64_t m = len < last_len ? len : last_len;
+            int c = m ? memcmp(d + s, last, (size_t)m) : 0;
+            if (c == 0) c = (len > last_len) - (len < last_len);
+            if (c < 0) { decreasing = 1; break; }
+            code += c > 0;
+        }
+        if (item == 4) ((int32_t *)out.buf)[i] = (int32_t)code; else ((int64_t *)out.buf)[i] = code;
+        last = d + s;
+        last_len = len;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "string %lld lies outside the data", (long long)bad);
+        goto done;
+    }
+    result = decreasing ? Py_NewRef(Py_None) : PyLong_FromLongLong(code);
+done:
+    if (have_prev) PyBuffer_Release(&prev);
+    PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out)"},
     {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool"},
     {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},
     {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length)"},

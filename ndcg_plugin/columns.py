@@ -130,7 +130,7 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
-def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
     the number of rows per code, computed from the runs of equal values: a run file grouped by
     query has one run per query, so only as many strings as queries are hashed, and none when
@@ -139,13 +139,19 @@ def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.
     tenth of hashing them). An Arrow column of integers is grouped as it is (its uniques are
     integers: the Spark worker's integer ids); anything else as strings. ``hash_always``: hash
     the runs' values even when they increase (the same result; for tests that compare the two
-    ways)."""
+    ways). ``native``: strings that never decrease are coded by one C loop when it is built
+    (:mod:`ndcg_plugin.speedups`; the same result)."""
     integers = isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type)
     arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
         else as_arrow_strings(values)
     if len(arr) == 0:
         return np.zeros(0, dtype=np.int32), arr.combine_chunks() if integers else empty_strings(), \
             np.zeros(0, dtype=np.int64)
+    if native and not (hash_always or integers):
+        codes = speedups.increasing_codes(arr)
+        if codes is not None:
+            first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+            return codes, arr.take(from_numpy(first)).combine_chunks(), np.diff(np.append(first, len(codes)))
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
     run_values, run_lengths = [], []

@@ -121,3 +121,27 @@ def empty_field(data: bytes, start: int, end: int, delimiter: bytes, first_colum
     if not available() or len(delimiter) != 1:
         return None
     return bool(_C.empty_field(data, start, end, delimiter[0], first_column, has_cr))
+
+
+def increasing_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
+    """The group codes (int32, counted from 0 in order of first appearance) of strings that never
+    decrease in byte order (a file sorted by query id), as :func:`ndcg_plugin.columns.group_codes`
+    gives them; None when some string is smaller than the one before it (the caller then hashes),
+    or when the C loops are not at hand."""
+    if not available() or arr.null_count or len(arr) >= 2**31:
+        return None
+    out = np.empty(len(arr), dtype=np.int32)
+    pos, code, previous = 0, -1, None
+    for chunk in arr.chunks:
+        parts = _strings(chunk)
+        if parts is None:
+            return None
+        if len(chunk) == 0:
+            continue
+        offsets, width, data = parts
+        code = _C.increasing_codes(offsets, width, data, previous, code, out[pos: pos + len(chunk)])
+        if code is None:
+            return None
+        last = chunk[len(chunk) - 1].as_buffer()
+        previous, pos = last if last is not None else b"", pos + len(chunk)
+    return out

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin import read, speedups
-from ndcg_plugin.columns import fingerprints, heads
+from ndcg_plugin.columns import fingerprints, group_codes, heads
 from ndcg_plugin.qrels_index import QrelsIndex
 from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
@@ -58,6 +58,19 @@ def test_fingerprints_and_heads_in_c_equal_numpys(arr, data):
     for at in (None, rows):
         mine, theirs = heads(arr, at), heads(arr, at, native=False)
         assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STRINGS, min_size=1, max_size=3), st.booleans(), st.sampled_from([pa.string(), pa.large_string()]))
+def test_group_codes_of_strings_in_order_in_c_equal_numpys(parts, in_order, typ):
+    """Strings sorted across the chunks (coded in C) or not (C declines), chunks cut anywhere."""
+    flat = sorted(v for p in parts for v in p) if in_order else [v for p in parts for v in p]
+    cuts = np.cumsum([0] + [len(p) for p in parts])
+    arr = pa.chunked_array([pa.array(flat[a:b], type=typ) for a, b in zip(cuts[:-1], cuts[1:], strict=True)], type=typ)
+    mine, theirs = group_codes(arr), group_codes(arr, native=False)
+    assert mine[0].dtype == theirs[0].dtype and mine[0].tolist() == theirs[0].tolist()
+    assert mine[1].equals(theirs[1]) and mine[2].tolist() == theirs[2].tolist()
 
 
 @built
