@@ -274,9 +274,15 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
         int64_t len = e - s;
         if (last == NULL) {
             code++;
-        } else {
-            int64_t m = len < last_len ? len : last_len;
-            int c = m ? memcmp(d + s, last, (size_t)m) : 0;
+        } else {  /* the first 8 bytes as big-endian words first: a prefix of 8 bytes or fewer is
+                     the word of the longer string, and then the shorter one */
+            uint64_t a = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8));
+            uint64_t b = __builtin_bswap64(load_le(last, last_len < 8 ? last_len : 8));
+            int c = (a > b) - (a < b);
+            if (c == 0 && len > 8 && last_len > 8) {
+                int64_t m = (len < last_len ? len : last_len) - 8;
+                c = m ? memcmp(d + s + 8, last + 8, (size_t)m) : 0;
+            }
             if (c == 0) c = (len > last_len) - (len < last_len);
             if (c < 0) { decreasing = 1; break; }
             code += c > 0;

@@ -151,7 +151,7 @@ def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> 
         codes = speedups.increasing_codes(arr)
         if codes is not None:
             first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-            return codes, arr.take(from_numpy(first)).combine_chunks(), np.diff(np.append(first, len(codes)))
+            return codes, take_sorted(arr, first).combine_chunks(), np.diff(np.append(first, len(codes)))
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
     run_values, run_lengths = [], []

@@ -74,6 +74,23 @@ def test_group_codes_of_strings_in_order_in_c_equal_numpys(parts, in_order, typ)
 
 
 @built
+def test_group_codes_of_ids_that_share_their_first_8_bytes():
+    """Ids compared beyond their first 8 bytes (by hand: sorted as Python sorts str, which for
+    these ASCII ids is byte order), and a prefix of 8 bytes or fewer before its extensions."""
+    ids = sorted(["user0000", "user0000a", "user0000b", "user0000b", "user00001x", "user0000\x00", "u", "u\x00",
+                  "user0000ab", "user0000ab"])
+    for typ in (pa.string(), pa.large_string()):
+        arr = pa.chunked_array([pa.array(ids[:3], type=typ), pa.array(ids[3:], type=typ)], type=typ)
+        codes, uniques, sizes = group_codes(arr)
+        assert speedups.increasing_codes(arr).tolist() == codes.tolist()  # coded in C, not declined
+        distinct = sorted(set(ids))
+        assert codes.tolist() == [distinct.index(i) for i in ids] and uniques.to_pylist() == distinct
+        assert sizes.tolist() == [ids.count(i) for i in distinct]
+        shuffled = pa.chunked_array([pa.array(ids[::-1], type=typ)])
+        assert group_codes(shuffled)[0].tolist() == group_codes(shuffled, native=False)[0].tolist()
+
+
+@built
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.integers(1, 70), min_size=1, max_size=30), st.data(), st.sampled_from([np.int32, np.int64]))
 def test_distinct_within_small_queries_in_c_equals_numpys(sizes, data, dtype):
