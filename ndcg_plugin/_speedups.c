@@ -303,7 +303,106 @@ done:
     return result;
 }
 
+/* ideal_dcg(codes, labels, cutoff, gain, discount, out): ndcg.ideal_by_label and the IDCG sum
+   over it: for each run of equal codes (int64, never decreasing), its labels > 0 sorted
+   descending, the first `cutoff` (all for -1) added in that order, out[code] += gain[label] /
+   discount[rank] (gain indexed by label, discount by rank: numpy's own doubles). False, with
+   nothing written, when the codes decrease somewhere or a code or a label is out of range. */
+static int desc_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+static PyObject *ideal_dcg(PyObject *self, PyObject *args) {
+    Py_buffer codes, labels, gain, disc, out;
+    long long cutoff;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*y*w*", &codes, &labels, &cutoff, &gain, &disc, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = codes.len / 8, nq = out.len / 8, ng = gain.len / 8, nd = disc.len / 8, longest = 0;
+    const int64_t *q = codes.buf, *l = labels.buf;
+    const double *g = gain.buf, *dc = disc.buf;
+    double *o = out.buf;
+    int ok = labels.len == codes.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; ok && a < n; a = b) {  /* check every code and label first, and size the scratch */
+        for (b = a; b < n && q[b] == q[a]; b++)
+            if (l[b] >= ng) ok = 0;
+        if (q[a] < 0 || q[a] >= nq || (b < n && q[b] < q[a])) ok = 0;
+        if (b - a > longest) longest = b - a;
+    }
+    Py_END_ALLOW_THREADS
+    int64_t depth = cutoff < 0 || cutoff > longest ? longest : cutoff;
+    if (!ok || depth > nd) { result = Py_NewRef(Py_False); goto done; }
+    int64_t *scratch = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(longest > 0 ? longest : 1));
+    if (scratch == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; a < n; a = b) {
+        int64_t k = 0;
+        for (b = a; b < n && q[b] == q[a]; b++)
+            if (l[b] > 0) scratch[k++] = l[b];
+        if (k <= 32) {
+            for (int64_t i = 1; i < k; i++) {  /* insertion sort, descending */
+                int64_t v = scratch[i], j = i;
+                while (j > 0 && scratch[j - 1] < v) { scratch[j] = scratch[j - 1]; j--; }
+                scratch[j] = v;
+            }
+        } else {
+            qsort(scratch, (size_t)k, sizeof(int64_t), desc_int64);
+        }
+        int64_t top = cutoff < 0 || cutoff > k ? k : cutoff;
+        double sum = o[q[a]];
+        for (int64_t r = 0; r < top; r++) sum += g[scratch[r]] / dc[r];
+        o[q[a]] = sum;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    result = Py_NewRef(Py_True);
+done:
+    PyBuffer_Release(&codes); PyBuffer_Release(&labels); PyBuffer_Release(&gain);
+    PyBuffer_Release(&disc); PyBuffer_Release(&out);
+    return result;
+}
+
+/* equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out): out[i]
+   (uint8) = string rows_a[i] of a equals string rows_b[i] of b, byte for byte. */
+static PyObject *equal_at(PyObject *self, PyObject *args) {
+    Py_buffer oa, da, ra, ob, db, rb, out;
+    int wa, wb;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*iy*y*w*", &oa, &wa, &da, &ra, &ob, &wb, &db, &rb, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = out.len, bad = -1;
+    if (!check_width(wa) || !check_width(wb)) goto done;
+    int64_t sa = oa.len / wa - 1, sb = ob.len / wb - 1;
+    if (ra.len != n * 8 || rb.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "equal_at: buffer sizes disagree");
+        goto done;
+    }
+    const int64_t *x = ra.buf, *y = rb.buf;
+    const uint8_t *pa = da.buf, *pb = db.buf;
+    uint8_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i] < 0 || x[i] >= sa || y[i] < 0 || y[i] >= sb) { bad = i; break; }
+        int64_t s1 = offset_at(oa.buf, wa, x[i]), e1 = offset_at(oa.buf, wa, x[i] + 1);
+        int64_t s2 = offset_at(ob.buf, wb, y[i]), e2 = offset_at(ob.buf, wb, y[i] + 1);
+        if (s1 < 0 || e1 < s1 || e1 > da.len || s2 < 0 || e2 < s2 || e2 > db.len) { bad = i; break; }
+        o[i] = e1 - s1 == e2 - s2 && (e1 == s1 || memcmp(pa + s1, pb + s2, (size_t)(e1 - s1)) == 0);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "pair %lld names no string in the data", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&oa); PyBuffer_Release(&da); PyBuffer_Release(&ra);
+    PyBuffer_Release(&ob); PyBuffer_Release(&db); PyBuffer_Release(&rb); PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"ideal_dcg", ideal_dcg, METH_VARARGS, "ideal_dcg(codes, labels, cutoff, gain, discount, out) -> bool"},
+    {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out)"},
     {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out)"},
     {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool"},
     {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},

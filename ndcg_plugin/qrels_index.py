@@ -35,10 +35,14 @@ from .columns import (
 
 
 def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArray | pa.Array,
-               at: np.ndarray) -> np.ndarray:
-    """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending)."""
+               at: np.ndarray, native: bool = True) -> np.ndarray:
+    """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending); ``native``:
+    compared by the C loop when it is built (:mod:`ndcg_plugin.speedups`)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=bool)
+    same = speedups.equal_at(needles, rows, values, at) if native else None
+    if same is not None:
+        return same
     same = pc.equal(take_sorted(needles, rows), values.take(from_numpy(at)))
     return to_numpy(same, null=False).astype(bool)
 
@@ -225,7 +229,7 @@ class QrelsIndex:
             keys = self.pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
             rows, at = self._found(q, keys, native)
             ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
-                            self._doc_order[at])
+                            self._doc_order[at], native)
             rows, at = rows[ok], at[ok]
         judged[rows] = True
         rel[rows] = self.rel[at]

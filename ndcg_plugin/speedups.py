@@ -145,3 +145,45 @@ def increasing_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
         last = chunk[len(chunk) - 1].as_buffer()
         previous, pos = last if last is not None else b"", pos + len(chunk)
     return out
+
+
+def ideal_dcg(codes: np.ndarray, labels: np.ndarray, nq: int, cutoff: int | None, gain: np.ndarray,
+              discount: np.ndarray) -> np.ndarray | None:
+    """The IDCG per query code of :func:`ndcg_plugin.measures.ndcg.ideal_by_label` and the sum
+    over it: each query's labels > 0 sorted descending, its first ``cutoff`` (all for None) added
+    in rank order as ``gain[label] / discount[rank]`` (the tables numpy computed: the same
+    doubles, added in the same order). ``codes`` (int64) never decrease; None when they do, when a
+    label has no gain in the table or a rank no discount, or when the C loops are not at hand."""
+    if not available() or codes.dtype != np.int64 or labels.dtype != np.int64 or len(codes) != len(labels):
+        return None
+    out = np.zeros(nq, dtype=np.float64)
+    ok = _C.ideal_dcg(np.ascontiguousarray(codes), np.ascontiguousarray(labels), -1 if cutoff is None else cutoff,
+                      np.ascontiguousarray(gain, dtype=np.float64), np.ascontiguousarray(discount, dtype=np.float64),
+                      out)
+    return out if ok else None
+
+
+def equal_at(a: pa.ChunkedArray, a_rows: np.ndarray, b: pa.ChunkedArray | pa.Array, b_rows: np.ndarray
+             ) -> np.ndarray | None:
+    """Whether string ``a[a_rows[i]]`` equals ``b[b_rows[i]]`` (``a_rows`` ascending), byte for
+    byte; None when the C loops are not at hand or the arrays are not of strings."""
+    if not available() or a.null_count or b.null_count:
+        return None
+    if isinstance(b, pa.ChunkedArray):
+        b = b.chunk(0) if b.num_chunks == 1 else b.combine_chunks()
+    theirs = _strings(b)
+    if theirs is None:
+        return None
+    out = np.empty(len(a_rows), dtype=np.uint8)
+    bounds = np.cumsum([0] + [len(c) for c in a.chunks])
+    cut = np.searchsorted(a_rows, bounds)
+    b_rows = np.ascontiguousarray(b_rows, dtype=np.int64)
+    for i, chunk in enumerate(a.chunks):
+        lo, hi = int(cut[i]), int(cut[i + 1])
+        if hi > lo:
+            mine = _strings(chunk)
+            if mine is None:
+                return None
+            rows = np.ascontiguousarray(a_rows[lo:hi] - bounds[i], dtype=np.int64)
+            _C.equal_at(*mine, rows, *theirs, b_rows[lo:hi], out[lo:hi])
+    return out.view(bool)

@@ -27,7 +27,8 @@ from .test_side_by_side import MEASURES, logs, run_cli
 
 built = pytest.mark.skipif(not speedups.available(), reason="the C loops are not built here (no compiler at "
                            "install, or NDCG_PLUGIN_SPEEDUPS=0): numpy runs alone")
-STRINGS = st.lists(st.binary(max_size=20).map(lambda b: b.decode("latin-1")) | st.text(max_size=12), max_size=40)
+STRINGS = st.lists(st.binary(max_size=20).map(lambda b: b.decode("latin-1")) | st.text(max_size=12)
+                   | st.sampled_from(["", "a", "ab", "a\x00", "user0000a", "user0000b"]), max_size=40)
 
 
 def test_the_c_loops_are_built_in_ci():
@@ -88,6 +89,20 @@ def test_group_codes_of_ids_that_share_their_first_8_bytes():
         assert sizes.tolist() == [ids.count(i) for i in distinct]
         shuffled = pa.chunked_array([pa.array(ids[::-1], type=typ)])
         assert group_codes(shuffled)[0].tolist() == group_codes(shuffled, native=False)[0].tolist()
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(string_arrays(), string_arrays(), st.data())
+def test_strings_compared_in_c_as_python_compares_them(a, b, data):
+    """Pairs of rows of two chunked arrays (often equal strings: both drawn from one small set)."""
+    if len(a) == 0 or len(b) == 0:
+        return
+    n = data.draw(st.integers(0, 30))
+    rows_a = np.array(sorted(data.draw(st.lists(st.integers(0, len(a) - 1), min_size=n, max_size=n))), dtype=np.int64)
+    rows_b = np.array(data.draw(st.lists(st.integers(0, len(b) - 1), min_size=n, max_size=n)), dtype=np.int64)
+    same = speedups.equal_at(a, rows_a, b, rows_b)
+    assert same.tolist() == [a[int(i)].as_py() == b[int(j)].as_py() for i, j in zip(rows_a, rows_b, strict=True)]
 
 
 @built

@@ -216,12 +216,22 @@ class NDCGFamily(Family):
             return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
     @staticmethod
-    def _idcg(index, spec: Spec):
+    def _idcg(index, spec: Spec, native: bool = True):
         """IDCG per qrels query: from the ideal order by label shared by the variants (both gains
-        rise with the label) when no label's gain is overridden, else by :func:`ideal_dcg`."""
+        rise with the label) when no label's gain is overridden, else by :func:`ideal_dcg`.
+        ``native``: by the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same doubles
+        added in the same order)."""
         np = _np()
         if spec.gains or not len(index.rel) or int(index.rel.max()) > _LABEL_ORDER_MAX:
             return ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq)
+        if native:
+            from .. import speedups
+            depth = len(index.rel) if spec.cutoff is None else spec.cutoff
+            top = max(int(index.rel.max()), 0)
+            found = speedups.ideal_dcg(index.key_q, index.rel, index.nq, spec.cutoff,
+                                       gain_of(np.arange(top + 1), spec), log2_discounts(depth))
+            if found is not None:
+                return found
         qs, rs, rank = index.memo(("ndcg ideal order", spec.cutoff),
                                   lambda: ideal_by_label(index.key_q, index.rel, spec.cutoff))
         return np.bincount(qs, weights=gain_of(rs, spec) / np.log2(rank + 2.0), minlength=index.nq)
