@@ -13,14 +13,19 @@ without the GIL. */
 
 static const uint64_t K1 = 0x9E3779B97F4A7C15ULL, K2 = 0xC2B2AE3D27D4EB4FULL, K3 = 0x165667B19E3779F9ULL;
 
-/* little-endian load of n <= 8 bytes, zeros above them */
-static inline uint64_t load_le(const uint8_t *p, int64_t n) {
+/* little-endian load of the n <= 8 bytes at p, zeros above them; `end`: the end of the buffer.
+   One 8-byte load, masked, where 8 bytes lie before the end (a memcpy of a constant size is one
+   instruction; of a variable size, a call); byte by byte near the end. */
+static inline uint64_t load_le(const uint8_t *p, int64_t n, const uint8_t *end) {
     uint64_t v = 0;
+    if (end - p >= 8) {
+        memcpy(&v, p, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    for (int64_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
-#else
-    memcpy(&v, p, (size_t)n);
+        v = __builtin_bswap64(v);
 #endif
+        return n >= 8 ? v : v & ((UINT64_C(1) << (8 * n)) - 1);
+    }
+    for (int64_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
     return v;
 }
 
@@ -56,9 +61,9 @@ static PyObject *fingerprints(PyObject *self, PyObject *args) {
         int64_t s = offset_at(off.buf, width, i), e = offset_at(off.buf, width, i + 1);
         if (s < 0 || e < s || e > data.len) { bad = i; break; }
         int64_t len = e - s;
-        uint64_t m = load_le(d + s, len < 8 ? len : 8) * K1 ^ (uint64_t)len * K2;
+        uint64_t m = load_le(d + s, len < 8 ? len : 8, d + data.len) * K1 ^ (uint64_t)len * K2;
         if (len > 8) {
-            uint64_t t = load_le(d + e - 8, 8);
+            uint64_t t = load_le(d + e - 8, 8, d + data.len);
             m ^= ((t * K2) >> 29) ^ (t * K3);
         }
         o[i] = m;
@@ -100,7 +105,7 @@ static PyObject *heads(PyObject *self, PyObject *args) {
         int64_t s = offset_at(off.buf, width, at), e = offset_at(off.buf, width, at + 1);
         if (s < 0 || e < s || e > data.len) { bad = i; break; }
         int64_t len = e - s;
-        h[i] = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8));
+        h[i] = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8, d + data.len));
         l[i] = len;
     }
     Py_END_ALLOW_THREADS
@@ -266,6 +271,7 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
         goto done;
     }
     const uint8_t *d = data.buf, *last = have_prev ? prev.buf : NULL;
+    const uint8_t *last_end = have_prev ? (const uint8_t *)prev.buf + prev.len : NULL;
     int64_t last_len = have_prev ? prev.len : 0;
     Py_BEGIN_ALLOW_THREADS
     for (int64_t i = 0; i < n; i++) {
@@ -276,8 +282,8 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
             code++;
         } else {  /* the first 8 bytes as big-endian words first: a prefix of 8 bytes or fewer is
                      the word of the longer string, and then the shorter one */
-            uint64_t a = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8));
-            uint64_t b = __builtin_bswap64(load_le(last, last_len < 8 ? last_len : 8));
+            uint64_t a = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8, d + data.len));
+            uint64_t b = __builtin_bswap64(load_le(last, last_len < 8 ? last_len : 8, last_end));
             int c = (a > b) - (a < b);
             if (c == 0 && len > 8 && last_len > 8) {
                 int64_t m = (len < last_len ? len : last_len) - 8;
@@ -289,6 +295,7 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
         }
         if (item == 4) ((int32_t *)out.buf)[i] = (int32_t)code; else ((int64_t *)out.buf)[i] = code;
         last = d + s;
+        last_end = d + data.len;
         last_len = len;
     }
     Py_END_ALLOW_THREADS

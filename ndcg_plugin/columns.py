@@ -299,6 +299,10 @@ def heads(values: Any, rows: np.ndarray | None = None, native: bool = True) -> t
     ``rows``: of the strings at these positions only, read in place (no copy of the strings).
     ``native``: through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
+    if native and arr.num_chunks == 1:
+        found = speedups.heads_of(arr.chunk(0), rows)
+        if found is not None:
+            return found
     bounds = np.cumsum([0] + [len(c) for c in arr.chunks])
     n = bounds[-1] if rows is None else len(rows)
     head = np.empty(n, dtype=np.uint64)
