@@ -407,7 +407,50 @@ done:
     return result;
 }
 
+/* split_sums(values): exact.split_sums: [(E, sum of hi, sum of mid, sum of lo, count)] for each
+   E among the values (float64, finite: else ValueError), E increasing, summed in int64 (each
+   piece is below 2^18 in magnitude: exact for up to 2^35 values, which the caller ensures). */
+static PyObject *split_sums(PyObject *self, PyObject *args) {
+    Py_buffer values;
+    if (!PyArg_ParseTuple(args, "y*", &values)) return NULL;
+    int64_t n = values.len / 8;
+    int64_t (*sums)[4] = PyMem_RawCalloc(2047, sizeof *sums);
+    if (sums == NULL) { PyBuffer_Release(&values); return PyErr_NoMemory(); }
+    const double *v = values.buf;
+    int finite = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t bits;
+        memcpy(&bits, &v[i], 8);
+        int64_t biased = (bits >> 52) & 0x7FF, fraction = bits & ((INT64_C(1) << 52) - 1);
+        if (biased == 0x7FF) { finite = 0; break; }
+        int64_t m = biased > 0 ? fraction | (INT64_C(1) << 52) : fraction;
+        if (bits < 0) m = -m;
+        int64_t e = biased > 0 ? biased - 1 : 0;
+        int64_t lo = (int64_t)((uint64_t)m & 0x3FFFF), mid = (int64_t)(((uint64_t)m >> 18) & 0x3FFFF);
+        int64_t hi = (m - mid * (INT64_C(1) << 18) - lo) / (INT64_C(1) << 36);  /* exact: a floor */
+        sums[e][0] += hi; sums[e][1] += mid; sums[e][2] += lo; sums[e][3] += 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&values);
+    PyObject *out = NULL;
+    if (!finite) {
+        PyErr_SetString(PyExc_ValueError, "an exact sum takes finite values only");
+    } else if ((out = PyList_New(0)) != NULL) {
+        for (int e = 0; e < 2047; e++) {
+            if (!sums[e][3]) continue;
+            PyObject *t = Py_BuildValue("(iLLLL)", e, (long long)sums[e][0], (long long)sums[e][1],
+                                        (long long)sums[e][2], (long long)sums[e][3]);
+            if (t == NULL || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_CLEAR(out); break; }
+            Py_DECREF(t);
+        }
+    }
+    PyMem_RawFree(sums);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"split_sums", split_sums, METH_VARARGS, "split_sums(values) -> [(E, hi, mid, lo, count)]"},
     {"ideal_dcg", ideal_dcg, METH_VARARGS, "ideal_dcg(codes, labels, cutoff, gain, discount, out) -> bool"},
     {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out)"},
     {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out)"},

@@ -187,3 +187,11 @@ def equal_at(a: pa.ChunkedArray, a_rows: np.ndarray, b: pa.ChunkedArray | pa.Arr
             rows = np.ascontiguousarray(a_rows[lo:hi] - bounds[i], dtype=np.int64)
             _C.equal_at(*mine, rows, *theirs, b_rows[lo:hi], out[lo:hi])
     return out.view(bool)
+
+
+def split_sums(values: np.ndarray) -> list[tuple[int, int, int, int, int]] | None:
+    """:func:`ndcg_plugin.exact.split_sums` of a float64 array (the same list; ValueError for a value
+    that is not finite); None when the C loops are not at hand."""
+    if not available() or values.dtype != np.float64:
+        return None
+    return _C.split_sums(np.ascontiguousarray(values))

@@ -6,6 +6,7 @@ environment variable that turns them off. Where the extension is not built, the 
 are skipped (numpy runs alone) except in CI, where its absence fails."""
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from ndcg_plugin import read, speedups
 from ndcg_plugin.columns import fingerprints, group_codes, heads
+from ndcg_plugin.exact import split_sums
 from ndcg_plugin.qrels_index import QrelsIndex
 from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
@@ -103,6 +105,21 @@ def test_strings_compared_in_c_as_python_compares_them(a, b, data):
     rows_b = np.array(data.draw(st.lists(st.integers(0, len(b) - 1), min_size=n, max_size=n)), dtype=np.int64)
     same = speedups.equal_at(a, rows_a, b, rows_b)
     assert same.tolist() == [a[int(i)].as_py() == b[int(j)].as_py() for i, j in zip(rows_a, rows_b, strict=True)]
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.0]),
+                max_size=60), st.sampled_from([None, math.nan, math.inf, -math.inf]))
+def test_exact_split_sums_in_c_equal_numpys(values, bad):
+    """Every kind of double (zeros, subnormals, the largest); a value that is not finite refused."""
+    arr = np.array(values, dtype=np.float64)
+    assert split_sums(arr) == split_sums(arr, native=False)
+    if bad is not None:
+        arr = np.append(arr, bad)
+        for native in (True, False):
+            with pytest.raises(ValueError, match="finite"):
+                split_sums(arr, native=native)
 
 
 @built
