@@ -449,7 +449,89 @@ static PyObject *split_sums(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* tied_rows(group, width, score, out): the rows (int64, ascending, into out) that tie with a
+   neighbour, one of the same group (int32 or int64) and the same score; returns how many. */
+static PyObject *tied_rows(PyObject *self, PyObject *args) {
+    Py_buffer group, score, out;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*w*", &group, &width, &score, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, k = 0;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || out.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "tied_rows: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    int64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int prev = 0;  /* row i - 1 ties with row i - 2 */
+    for (int64_t i = 1; i < n; i++) {
+        int tie = offset_at(group.buf, width, i) == offset_at(group.buf, width, i - 1) && sc[i] == sc[i - 1];
+        if (tie && !prev) o[k++] = i - 1;
+        if (tie) o[k++] = i;
+        prev = tie;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(k);
+done:
+    PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&out);
+    return result;
+}
+
+/* sort_ties(group, width, score, rows, head, length, order): each run of rows (from tied_rows:
+   neighbours of one group and one score) put in order by doc id descending, stably: by head
+   (the id's first 8 bytes, big-endian) descending, then length descending (ids of at most 8
+   bytes); order[rows[a + i]] = the row that takes that place. */
+static PyObject *sort_ties(PyObject *self, PyObject *args) {
+    Py_buffer group, score, rows, head, length, order;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*y*w*", &group, &width, &score, &rows, &head, &length, &order)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, k = rows.len / 8, bad = -1;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || order.len != n * 8 || head.len != k * 8 || length.len != k * 8) {
+        PyErr_SetString(PyExc_ValueError, "sort_ties: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    const int64_t *r = rows.buf, *len = length.buf;
+    const uint64_t *h = head.buf;
+    int64_t *o = order.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; a < k; a = b) {
+        if (r[a] < 0 || r[a] >= n) { bad = a; break; }
+        for (b = a + 1; b < k && r[b] == r[b - 1] + 1 && r[b] < n
+             && offset_at(group.buf, width, r[b]) == offset_at(group.buf, width, r[a]) && sc[r[b]] == sc[r[a]]; b++) {}
+        for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1, by key descending */
+            int64_t j = i;
+            uint64_t hv = h[i];
+            int64_t lv = len[i];
+            int64_t who = r[i];
+            while (j > a) {
+                int64_t prev = o[r[j - 1]] - r[a] + a;  /* the position in rows of the row placed there */
+                if (h[prev] > hv || (h[prev] == hv && len[prev] >= lv)) break;
+                o[r[j]] = o[r[j - 1]];
+                j--;
+            }
+            o[r[j]] = who;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "tied row %lld is not a row", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&rows);
+    PyBuffer_Release(&head); PyBuffer_Release(&length); PyBuffer_Release(&order);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"tied_rows", tied_rows, METH_VARARGS, "tied_rows(group, width, score, out) -> count"},
+    {"sort_ties", sort_ties, METH_VARARGS, "sort_ties(group, width, score, rows, head, length, order)"},
     {"split_sums", split_sums, METH_VARARGS, "split_sums(values) -> [(E, hi, mid, lo, count)]"},
     {"ideal_dcg", ideal_dcg, METH_VARARGS, "ideal_dcg(codes, labels, cutoff, gain, discount, out) -> bool"},
     {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out)"},

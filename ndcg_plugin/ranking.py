@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import speedups
 from .columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
@@ -281,24 +282,30 @@ def grouped_order(group: np.ndarray, score: np.ndarray) -> np.ndarray | None:
 
 
 def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
-                    doc_at: np.ndarray | None = None) -> np.ndarray:
+                    doc_at: np.ndarray | None = None, native: bool = True) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
     order). Strings are compared only among rows whose scores tie: a tie of two rows (most ties
     of a run with rounded scores) is put in order by one comparison, larger ties by a sort.
-    ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``)."""
-    return _trec_eval_order(group, score, docs, doc_at)[0]
+    ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``). ``native``: see
+    :func:`_trec_eval_order`."""
+    return _trec_eval_order(group, score, docs, doc_at, native=native)[0]
 
 
 _NONE = np.zeros(0, dtype=np.intp)
 
 
 def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array, doc_at: np.ndarray | None = None,
-                     ranked: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+                     ranked: bool = False, native: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """(:func:`trec_eval_order`, the positions it moves): for a ranked run (:func:`is_ranked`) the
     order is the rows' own but for tied rows put in doc id order, and the positions are those
     rows (often none); None when the order is a sort of the rows. ``ranked``: the rows are known
-    to be ranked (the top rows of a ranked run), not checked again."""
+    to be ranked (the top rows of a ranked run), not checked again. ``native``: a ranked run's
+    ties put in order by the C loops when they are built (:mod:`ndcg_plugin.speedups`)."""
     if ranked or is_ranked(group, score):
+        found = None if not native else \
+            speedups.ranked_tie_order(group, score, lambda rows: heads(docs, rows if doc_at is None else doc_at[rows]))
+        if found is not None:
+            return found
         order = np.arange(len(group))  # already grouped and sorted by score descending
         gs, ss = group, score
     else:

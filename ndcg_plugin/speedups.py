@@ -195,3 +195,24 @@ def split_sums(values: np.ndarray) -> list[tuple[int, int, int, int, int]] | Non
     if not available() or values.dtype != np.float64:
         return None
     return _C.split_sums(np.ascontiguousarray(values))
+
+
+def ranked_tie_order(group: np.ndarray, score: np.ndarray, heads_at) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`ndcg_plugin.ranking.trec_eval_order` of ranked rows (grouped, scores descending in
+    each group) and the rows in ties: the rows' own order but for each run of tied rows (one
+    group, one score) put in doc id order, descending, stably. ``heads_at(rows)``: the
+    :func:`~ndcg_plugin.columns.heads` of those rows' doc ids. None when the C loops are not at
+    hand or an id in a tie is longer than 8 bytes (its head and length then do not order it)."""
+    g = _codes(group)
+    if not available() or g is None or score.dtype != np.float64 or len(g) != len(score):
+        return None
+    score = np.ascontiguousarray(score)
+    rows = np.empty(len(score), dtype=np.int64)
+    rows = rows[: _C.tied_rows(g, g.itemsize, score, rows)].copy()
+    order = np.arange(len(score), dtype=np.int64)
+    if len(rows):
+        head, length = heads_at(rows)
+        if int(length.max()) > 8:
+            return None
+        _C.sort_ties(g, g.itemsize, score, rows, np.ascontiguousarray(head), np.ascontiguousarray(length), order)
+    return order, rows

@@ -19,6 +19,7 @@ from ndcg_plugin import read, speedups
 from ndcg_plugin.columns import fingerprints, group_codes, heads
 from ndcg_plugin.exact import split_sums
 from ndcg_plugin.qrels_index import QrelsIndex
+from ndcg_plugin.ranking import trec_eval_order
 from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
 from ndcg_plugin.reading.sources import Chunk
@@ -120,6 +121,30 @@ def test_exact_split_sums_in_c_equal_numpys(values, bad):
         for native in (True, False):
             with pytest.raises(ValueError, match="finite"):
                 split_sums(arr, native=native)
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]),
+                                   st.sampled_from(["", "a", "ab", "a\x00", "b", "b1", "zz", "é", "user0000"])),
+                         min_size=1, max_size=12), min_size=1, max_size=6), st.booleans())
+def test_ties_of_a_ranked_run_ordered_in_c_as_by_numpy(queries, with_doc_at):
+    """Ranked rows (each query's scores descending) with ties, repeated doc ids among them (the
+    order stays stable), doc ids read directly or through ``doc_at``."""
+    group, score, docs = [], [], []
+    for q, rows in enumerate(queries):
+        for s, d in sorted(rows, key=lambda r: -r[0]):
+            group.append(q)
+            score.append(s)
+            docs.append(d)
+    group, score = np.array(group, dtype=np.int32), np.array(score)
+    doc_at = None
+    if with_doc_at:  # the ids among others, as a cut run holds them
+        doc_at = np.arange(len(docs), dtype=np.int64) * 2
+        docs = [x for d in docs for x in (d, "zzz")]
+    arr = pa.chunked_array([pa.array(docs[:3], type=pa.string()), pa.array(docs[3:], type=pa.string())])
+    mine, theirs = trec_eval_order(group, score, arr, doc_at), trec_eval_order(group, score, arr, doc_at, native=False)
+    assert mine.tolist() == theirs.tolist()
 
 
 @built
