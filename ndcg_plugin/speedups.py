@@ -1,6 +1,8 @@
 """Optional C loops (``ndcg_plugin/_speedups.c``) for the numpy passes that cost most on
-recommendation logs: string fingerprints and heads, the check that no query holds a doc twice,
-and the lookup of (query, doc) keys among a query's judgments.
+recommendation logs: string fingerprints and heads, group codes of sorted ids, the scan of a
+block for empty fields, the check that no short query holds a doc twice, the lookup of (query,
+doc) keys among a query's judgments and the confirmation of a match on the strings, the IDCG by
+label, the order of a ranked run's ties, and the exact sums of the aggregates.
 
 A numpy pass over a block reads and writes whole arrays once per step; on logs (10^6 users,
 short lists) the engine's steps each cost a few nanoseconds a row, and their number is what
@@ -10,7 +12,8 @@ output with and without them), or None when it does not apply, and the caller th
 
 The extension is built at install when a C compiler is at hand (``pip install .``; an editable
 install builds it in place) and is optional: without it, or with the environment variable
-``NDCG_PLUGIN_SPEEDUPS=0`` set before the import, every caller runs its numpy definition.
+``NDCG_PLUGIN_SPEEDUPS=0`` set before the import, every caller runs its numpy definition
+(``1``, empty or unset: the C loops where built; any other value is refused by name).
 """
 from __future__ import annotations
 
@@ -25,7 +28,11 @@ ENV = "NDCG_PLUGIN_SPEEDUPS"
 
 
 def _load():
-    if os.environ.get(ENV, "1").strip() == "0":
+    value = os.environ.get(ENV, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"the environment variable {ENV} must be 0 (numpy alone) or 1 (the C loops where built), "
+                         f"got {value!r}")
+    if value == "0":
         return None
     try:
         return importlib.import_module(f"{__package__}._speedups")

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -239,14 +242,26 @@ def test_the_command_prints_the_same_with_and_without_the_c_loops(monkeypatch, t
 
 
 @built
-def test_the_environment_variable_turns_them_off(tmp_path):
+def test_the_environment_variable_turns_them_off():
     code = "from ndcg_plugin import speedups; print(speedups.available())"
-    import subprocess
-    import sys
-    for value, expected in (("0", "False"), ("1", "True")):
+    for value, expected in (("0", "False"), ("1", "True"), ("", "True")):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, speedups.ENV: value}, check=True).stdout.strip()
         assert out == expected
+
+
+def test_another_value_of_the_environment_variable_is_refused_by_name():
+    code = "from ndcg_plugin import speedups; print(speedups.available())"
+    refused = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env={**os.environ, speedups.ENV: "off"})
+    assert refused.returncode != 0 and "NDCG_PLUGIN_SPEEDUPS must be 0" in refused.stderr and "'off'" in refused.stderr
+    cli = run_process("eval", "benchmarks_data/example.qrels", "benchmarks_data/example.run", "NDCG_lin@5",
+                      env={speedups.ENV: "off"}, cwd=Path(__file__).resolve().parent.parent)
+    assert cli.returncode == 2 and cli.stderr.startswith("ndcg-plugin: error: the environment variable " + speedups.ENV)
+
+
+@built
+def test_the_command_prints_the_same_with_the_environment_variable_off(tmp_path):
     (tmp_path / "q").write_text("u1 0 a 2\nu1 0 b 1\nu2 0 c 1\n")
     (tmp_path / "r").write_text("u1 Q0 b 1 2.0 t\nu1 Q0 a 2 2.0 t\nu2 Q0 c 1 1.0 t\nu2 Q0 d 2 0.5 t\n")
     outs = [run_process("eval", str(tmp_path / "q"), str(tmp_path / "r"), "-p", "-1", "-q", *MEASURES,
