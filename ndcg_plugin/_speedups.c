@@ -529,7 +529,110 @@ done:
     return result;
 }
 
+/* The number syntax taken here (anything else declines the block): -?[0-9]+ for integers of at
+   most 18 digits after leading zeros; -?[0-9]+(\.[0-9]+)? for decimals whose digits, leading
+   zeros aside, make an integer M <= 2^53 with at most 22 after the point: M and 10^k are then
+   exact doubles and one division rounds M / 10^k correctly, as Python's float() does. */
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
+                                 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static int read_number(const uint8_t *s, const uint8_t *e, int integer, int64_t *i_out, double *f_out) {
+    int negative = s < e && *s == '-';
+    s += negative;
+    if (s == e) return 0;
+    uint64_t m = 0;
+    int digits = 0, after = -1;  /* after: digits after the point, -1 before it */
+    for (; s < e; s++) {
+        if (*s == '.' && !integer && after < 0) { after = 0; continue; }
+        if (*s < '0' || *s > '9') return 0;
+        if (m == 0 && *s == '0' && after < 0) continue;  /* a leading zero */
+        m = m * 10 + (uint64_t)(*s - '0');
+        digits++;
+        if (after >= 0) after++;
+        if (digits > 18) return 0;
+    }
+    if (after == 0 || (s[-1] == '.')) return 0;  /* "5." is left to the other parsers */
+    if (integer) { *i_out = negative ? -(int64_t)m : (int64_t)m; return 1; }
+    if (m > (UINT64_C(1) << 53) || after > 22) return 0;
+    double v = after > 0 ? (double)m / POW10[after] : (double)m;
+    *f_out = negative ? -v : v;
+    return 1;
+}
+
+/* parse_columns(data, start, end, delimiter, ncols, query_at, doc_at, value_at, integer,
+   q_offsets, q_data, d_offsets, d_data, values): the lines of data[start:end] in the simple form
+   (ASCII; fields cut by the delimiter alone; ncols fields a line, none empty; no other
+   whitespace, no \r, no blank line, no query id starting with '#'; values in read_number's
+   syntax), as columnar.parse_block reads them: the query and doc ids as Arrow large-string
+   offsets and bytes, the values (int64 or float64). Returns the number of lines, or -1 for a
+   block outside that form (the caller then parses it as before). */
+static PyObject *parse_columns(PyObject *self, PyObject *args) {
+    Py_buffer data, qo, qd, dof, dd, vals;
+    Py_ssize_t start, end;
+    int delim, ncols, qa, da, va, integer;
+    if (!PyArg_ParseTuple(args, "y*nniiiiiiw*w*w*w*w*", &data, &start, &end, &delim, &ncols, &qa, &da, &va,
+                          &integer, &qo, &qd, &dof, &dd, &vals)) return NULL;
+    PyObject *result = NULL;
+    int64_t cap = qo.len / 8 - 1, rows = 0;
+    if (start < 0 || end < start || end > data.len || cap < 0 || dof.len != qo.len || vals.len != cap * 8
+        || qd.len < end - start || dd.len < end - start || ncols < 1 || ncols > 64 || qa < 0 || qa >= ncols
+        || da < 0 || da >= ncols || va < 0 || va >= ncols || (delim != ' ' && delim != '\t')) {
+        PyErr_SetString(PyExc_ValueError, "parse_columns: arguments disagree");
+        goto done;
+    }
+    uint8_t cls[256];  /* 0: a field's byte; 1: the delimiter; 2: a line end; 3: outside the form */
+    for (int c = 0; c < 256; c++) cls[c] = c >= 0x80 || c == '\r' || c == '\t' || c == ' ' || c == '\v' || c == '\f' ? 3 : 0;
+    cls[delim] = 1;
+    cls['\n'] = 2;
+    const uint8_t *d = data.buf, *p = d + start, *stop = d + end;
+    int64_t *q_off = qo.buf, *d_off = dof.buf, qpos = 0, dpos = 0;
+    uint8_t *q_out = qd.buf, *d_out = dd.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    q_off[0] = d_off[0] = 0;
+    while (ok && p < stop) {
+        if (rows >= cap) { ok = 0; break; }
+        int field = 0;
+        for (;;) {  /* one field a turn */
+            const uint8_t *f = p;
+            while (p < stop && cls[*p] == 0) p++;
+            int kind = p < stop ? cls[*p] : 2;
+            if (kind == 3 || p == f || field >= ncols) { ok = 0; break; }
+            if (field == qa) {
+                if (*f == '#') { ok = 0; break; }
+                memcpy(q_out + qpos, f, (size_t)(p - f));
+                qpos += p - f;
+            }
+            if (field == da) {
+                memcpy(d_out + dpos, f, (size_t)(p - f));
+                dpos += p - f;
+            }
+            if (field == va) {
+                int64_t iv;
+                double fv;
+                if (!read_number(f, p, integer, &iv, &fv)) { ok = 0; break; }
+                if (integer) ((int64_t *)vals.buf)[rows] = iv; else ((double *)vals.buf)[rows] = fv;
+            }
+            field++;
+            if (kind == 2) { p++; break; }  /* the line's end (or the block's) */
+            p++;  /* past the delimiter */
+        }
+        if (!ok || field != ncols) { ok = 0; break; }
+        rows++;
+        q_off[rows] = qpos;
+        d_off[rows] = dpos;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(ok ? rows : -1);
+done:
+    PyBuffer_Release(&data); PyBuffer_Release(&qo); PyBuffer_Release(&qd);
+    PyBuffer_Release(&dof); PyBuffer_Release(&dd); PyBuffer_Release(&vals);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"parse_columns", parse_columns, METH_VARARGS, "parse_columns(data, start, end, delimiter, ncols, query_at, doc_at, "
+                                                   "value_at, integer, q_offsets, q_data, d_offsets, d_data, values) -> rows or -1"},
     {"tied_rows", tied_rows, METH_VARARGS, "tied_rows(group, width, score, out) -> count"},
     {"sort_ties", sort_ties, METH_VARARGS, "sort_ties(group, width, score, rows, head, length, order)"},
     {"split_sums", split_sums, METH_VARARGS, "split_sums(values) -> [(E, hi, mid, lo, count)]"},

@@ -223,3 +223,26 @@ def ranked_tie_order(group: np.ndarray, score: np.ndarray, heads_at) -> tuple[np
             return None
         _C.sort_ties(g, g.itemsize, score, rows, np.ascontiguousarray(head), np.ascontiguousarray(length), order)
     return order, rows
+
+
+def parse_columns(data: bytes, start: int, end: int, delimiter: bytes, ncols: int, at: tuple[int, int, int],
+                  integer: bool) -> tuple[pa.Array, pa.Array, np.ndarray] | None:
+    """(query ids, doc ids, values) of the lines of ``data[start:end]``, fields at ``at`` (query,
+    doc, value) of ``ncols`` per line, when the block is in the simple form the C loop reads (see
+    ``parse_columns`` in ``_speedups.c``: ASCII, one delimiter, no empty field, plain decimal
+    numbers) and has a line; None otherwise, or when the C loops are not at hand."""
+    if not available() or len(delimiter) != 1 or delimiter not in (b" ", b"\t") or end <= start:
+        return None
+    size = end - start
+    cap = size // (2 * ncols) + 1  # a line holds at least ncols one-byte fields, their delimiters and its end
+    q_off, d_off = np.empty(cap + 1, dtype=np.int64), np.empty(cap + 1, dtype=np.int64)
+    q_data, d_data = np.empty(size, dtype=np.uint8), np.empty(size, dtype=np.uint8)
+    values = np.empty(cap, dtype=np.int64 if integer else np.float64)
+    rows = _C.parse_columns(data, start, end, delimiter[0], ncols, *at, integer, q_off, q_data, d_off, d_data, values)
+    if rows <= 0:
+        return None
+
+    def strings(offsets: np.ndarray, chars: np.ndarray) -> pa.Array:
+        return pa.Array.from_buffers(pa.large_string(), rows, [None, pa.py_buffer(offsets[: rows + 1]),
+                                                               pa.py_buffer(chars[: int(offsets[rows])])])
+    return strings(q_off, q_data), strings(d_off, d_data), values[:rows]

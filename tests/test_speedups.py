@@ -29,6 +29,7 @@ from ndcg_plugin.reading.sources import Chunk
 
 from .helpers import qrels_df
 from .helpers import run_cli as run_process
+from .test_reading import files, parse
 from .test_side_by_side import MEASURES, logs, run_cli
 
 built = pytest.mark.skipif(not speedups.available(), reason="the C loops are not built here (no compiler at "
@@ -189,6 +190,100 @@ def test_empty_fields_by_hand():
     for text, first_column, has_cr, empty in cases:
         for native in (True, False):
             assert empty_field(Chunk(text), b" ", first_column, has_cr, native=native) == empty, (text, native)
+
+
+PLAIN_NUMBERS = ["1", "-2", "0", "-0", "007", "1.5", "-0.25", "0.976", "12345.678901", "9007199254740993",
+                 "0.1234567890123456789", "3.14159265358979"]
+ODD = ["1e-3", "+1", "3.", ".5", "nan", "0x10", "1_0", "", "é", "#q", "a\tb", "a\rb", "a b", "\u00a0"]
+
+
+@st.composite
+def plain_files(draw):
+    """Mostly the simple form the C loop reads (ASCII ids, plain decimals, one delimiter), with a
+    deviation in a share of them: an odd field (a number in another syntax, an empty or
+    non-ASCII field, a comment, other whitespace), a blank line, a field too many or too few."""
+    kind = draw(st.sampled_from(["qrels", "run", "run"]))
+    fmt = "qrels" if kind == "qrels" else draw(st.sampled_from(["trec", "msmarco"]))
+    delim = draw(st.sampled_from([" ", "\t"]))
+    ids = st.text(st.sampled_from(list("abc019_-.#/:")), min_size=1, max_size=6)
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        q, d, number = draw(ids), draw(ids), draw(st.sampled_from(PLAIN_NUMBERS))
+        value = number if fmt == "trec" else str(abs(int(float(number))) % 1000)
+        fields = {"qrels": [q, "0", d, value], "trec": [q, "Q0", d, "1", value, "tag"], "msmarco": [q, d, value]}[fmt]
+        change = draw(st.integers(0, 40))
+        if change < len(fields):
+            fields[change] = draw(st.sampled_from(ODD))
+        elif change == 10:
+            fields.append("extra")
+        elif change == 11:
+            fields.pop()
+        elif change == 12:
+            lines.append("")
+        lines.append(delim.join(fields))
+    data = ("\n".join(lines) + ("\n" if draw(st.booleans()) else "")).encode()
+    return kind, "auto" if fmt == "qrels" else fmt, data, draw(st.sampled_from([16, 64, 1 << 20]))
+
+
+@built
+@settings(max_examples=600, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(plain_files() | files())
+def test_files_read_with_the_c_parser_equal_those_read_without(monkeypatch, case):
+    """Files mostly in the C loop's simple form (:func:`plain_files`), and tests/test_reading.py's
+    random files (every kind of separator, blank and comment lines, bad and good numbers, empty
+    fields, CRLF, a BOM, bytes that are not UTF-8, gzip; blocks of 16 bytes to 1 MiB): the same
+    table, line numbers and errors with the C loops as without."""
+    kind, run_format, data, block = case
+    fast = parse(data, kind, run_format, block, columnar_ok=True)
+    with monkeypatch.context() as m:
+        m.setattr(speedups, "available", lambda: False)
+        slow = parse(data, kind, run_format, block, columnar_ok=True)
+    assert fast == slow
+
+
+@built
+def test_the_generated_files_often_take_the_c_parser(monkeypatch):
+    """The comparison above means something only where the C loop reads a block: a good share of
+    the plain files (drawn on their own, reproducibly) must have a block it reads."""
+    real, taken = speedups.parse_columns, []
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        taken[-1] |= out is not None
+        return out
+
+    monkeypatch.setattr(speedups, "parse_columns", spy)
+
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(plain_files())
+    def draw(case):
+        kind, run_format, data, block = case
+        taken.append(False)
+        parse(data, kind, run_format, block, columnar_ok=True)
+
+    draw()
+    assert len(taken) >= 200 and sum(taken) >= len(taken) / 4, (sum(taken), len(taken))
+
+
+@built
+def test_the_c_parser_takes_plain_blocks_and_declines_the_others():
+    """By hand: what it takes (ASCII, one delimiter, plain decimals) it reads as Python does; a
+    block with anything else is declined whole (None) and read as before."""
+    taken = speedups.parse_columns(b"q1 Q0 d1 1 0.976 t\nq1 Q0 d2 2 -0.0 t\nq10 Q0 x 3 007.50 t", 0, 56, b" ", 6,
+                                   (0, 2, 4), False)
+    assert taken[0].to_pylist() == ["q1", "q1", "q10"] and taken[1].to_pylist() == ["d1", "d2", "x"]
+    assert taken[2].tolist() == [0.976, -0.0, 7.5] and math.copysign(1, taken[2][1]) == -1
+    labels = speedups.parse_columns(b"u1\t0\ti1\t-3\n", 0, 11, b"\t", 4, (0, 2, 3), True)
+    assert labels[2].dtype == np.int64 and labels[2].tolist() == [-3]
+    for line in [b"q Q0 d 1 1e5 t", b"q Q0 d 1 +1 t", b"q Q0 d 1 5. t", b"q Q0 d 1 .5x t", b"#q Q0 d 1 1 t",
+                 b"q  Q0 d 1 1 t", b"q  d 1 1 t", b" Q0 d 1 1 t",
+                 b"q Q0 d 1 1 t extra", b"q Q0 d 1 1", b"q Q0 d\t1 1 t", b"q Q0 d 1 1 t\r",
+                 b"q Q0 d\xc3\xa9 1 1 t", b"q Q0 d 1 1 t\n\nq Q0 e 1 1 t", b"q Q0 d 1 1 t ",
+                 b"q Q0 d 1 12345678901234567 t", b"q Q0 d 1 0.0000000000000000000001 t"]:
+        assert speedups.parse_columns(line, 0, len(line), b" ", 6, (0, 2, 4), False) is None, line
+    assert speedups.parse_columns(b"q 0 d 1.5\n", 0, 10, b" ", 4, (0, 2, 3), True) is None  # a label must be an integer
 
 
 IDS = st.text(st.sampled_from(["a", "b", "0", "é", "\x00"]), min_size=1, max_size=4)

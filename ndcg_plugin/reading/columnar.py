@@ -139,9 +139,23 @@ def empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool, nativ
     return False
 
 
-def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
-    """Parse a block of whole lines (a :class:`ndcg_plugin.reading.sources.Chunk`), or decline
-    with None."""
+def _in_c(chunk, layout: Layout, delimiter: bytes) -> Parsed | None:
+    """The block read by the C loop when it is built and the block is in the simplest form (ASCII,
+    plain decimal numbers: :func:`ndcg_plugin.speedups.parse_columns`; the same columns), or None."""
+    found = speedups.parse_columns(chunk.data, chunk.start, chunk.end, delimiter, layout.columns,
+                                   (layout.query_at, layout.doc_at, layout.value_at), layout.integer)
+    if found is None:
+        return None
+    qids, docs, value = found
+    if layout.rank_is_value:
+        value = -value.astype(np.float64)
+    return Parsed(layout, pa.chunked_array([qids]), pa.chunked_array([docs]), value, None)
+
+
+def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool, native: bool = True) -> Parsed | None:
+    """Parse a block of whole lines (a ``sources.Chunk``), or decline with None; ``native``: see :func:`_in_c`."""
+    if native and (parsed := _in_c(chunk, layout, delimiter)) is not None:
+        return parsed
     if not file_start and chunk.startswith(BOM):
         return None
     if not _utf8(chunk):  # in any column, also one not converted: the line parser names the line
