@@ -4,4 +4,5 @@
 without it and the package computes the same numbers with numpy."""
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("ndcg_plugin._speedups", ["ndcg_plugin/_speedups.c"], optional=True)])
+setup(ext_modules=[Extension("ndcg_plugin._speedups", ["ndcg_plugin/_speedups.c", "ndcg_plugin/_speedups_rows.c"],
+                             depends=["ndcg_plugin/_speedups.h"], optional=True)])

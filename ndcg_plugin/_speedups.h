@@ -1,0 +1,46 @@
+/* What the two files of the _speedups extension share (see _speedups.c): buffer helpers, and the
+   functions _speedups_rows.c defines for the module's method table. */
+#ifndef NDCG_PLUGIN_SPEEDUPS_H
+#define NDCG_PLUGIN_SPEEDUPS_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* little-endian load of the n <= 8 bytes at p, zeros above them; `end`: the end of the buffer.
+   One 8-byte load, masked, where 8 bytes lie before the end (a memcpy of a constant size is one
+   instruction; of a variable size, a call); byte by byte near the end. */
+static inline uint64_t load_le(const uint8_t *p, int64_t n, const uint8_t *end) {
+    uint64_t v = 0;
+    if (end - p >= 8) {
+        memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+#endif
+        return n >= 8 ? v : v & ((UINT64_C(1) << (8 * n)) - 1);
+    }
+    for (int64_t i = 0; i < n; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static inline int64_t offset_at(const void *off, int width, int64_t i) {
+    return width == 8 ? ((const int64_t *)off)[i] : (int64_t)((const int32_t *)off)[i];
+}
+
+static inline int check_width(int width) {
+    if (width != 4 && width != 8) {
+        PyErr_Format(PyExc_ValueError, "offset width must be 4 or 8 bytes, got %d", width);
+        return 0;
+    }
+    return 1;
+}
+
+/* _speedups_rows.c: the loops over a block's rows (codes, keys, labels, scores) */
+PyObject *ndcg_distinct_small(PyObject *self, PyObject *args);
+PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args);
+PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args);
+PyObject *ndcg_split_sums(PyObject *self, PyObject *args);
+PyObject *ndcg_tied_rows(PyObject *self, PyObject *args);
+PyObject *ndcg_sort_ties(PyObject *self, PyObject *args);
+
+#endif

@@ -1,0 +1,278 @@
+/* The loops of the _speedups extension over a block's rows: the duplicate check of short queries,
+   the key lookup within a query's range, the IDCG by label, the exact sums, a ranked run's ties
+   (see _speedups.c for what every loop promises). */
+#include "_speedups.h"
+
+/* distinct_small(fp, codes, width, most): duplicates.distinct_within_small_queries: True when
+   the codes (int32 or int64) count queries from 0 in runs (each query one run, the next code
+   one more) of at most `most` rows, and no run holds a fingerprint twice; else False. */
+PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
+    Py_buffer fp, codes;
+    int width, most;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &fp, &codes, &width, &most)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = fp.len / 8;
+    if (!check_width(width)) goto done;
+    if (codes.len != n * width || most < 1 || most > 4096) {
+        PyErr_SetString(PyExc_ValueError, "distinct_small: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *f = fp.buf;
+    int distinct = n >= 2 && offset_at(codes.buf, width, 0) == 0;
+    uint64_t *seen = distinct ? PyMem_RawMalloc(sizeof(uint64_t) * (size_t)most) : NULL;
+    if (distinct && seen == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t a = 0;
+    while (distinct && a < n) {
+        int64_t q = offset_at(codes.buf, width, a), b = a + 1;
+        while (b < n && offset_at(codes.buf, width, b) == q) b++;
+        if ((b < n && offset_at(codes.buf, width, b) != q + 1) || b - a > most) { distinct = 0; break; }
+        int64_t k = b - a;
+        if (k <= 24) {  /* every pair compared, without branches: cheaper than a sort of so few */
+            int same = 0;
+            for (int64_t i = 1; i < k; i++)
+                for (int64_t j = 0; j < i; j++) same |= f[a + i] == f[a + j];
+            distinct = !same;
+        } else {
+            for (int64_t i = 0; i < k; i++) {  /* insertion into the sorted fingerprints seen */
+                uint64_t v = f[a + i];
+                int64_t j = i;
+                while (j > 0 && seen[j - 1] > v) { seen[j] = seen[j - 1]; j--; }
+                if (j > 0 && seen[j - 1] == v) { distinct = 0; break; }
+                seen[j] = v;
+            }
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(seen);
+    result = PyBool_FromLong(distinct);
+done:
+    PyBuffer_Release(&fp); PyBuffer_Release(&codes);
+    return result;
+}
+
+/* find_in_ranges(keys, starts, codes, width, needles, out): out[i] = the position of needles[i]
+   in keys[starts[c]:starts[c + 1]] (c = codes[i]; sorted, distinct uint64 keys), or -1. */
+PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
+    Py_buffer keys, starts, codes, needles, out;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*y*y*iy*w*", &keys, &starts, &codes, &width, &needles, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = needles.len / 8, nk = keys.len / 8, ns = starts.len / 8 - 1, bad = -1;
+    if (!check_width(width)) goto done;
+    if (out.len != n * 8 || codes.len != n * width || ns < 0) {
+        PyErr_SetString(PyExc_ValueError, "find_in_ranges: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *k = keys.buf, *x = needles.buf;
+    const int64_t *st = starts.buf;
+    int64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = offset_at(codes.buf, width, i);
+        if (c < 0 || c >= ns) { bad = i; break; }
+        int64_t lo = st[c], end = st[c + 1], hi = end;
+        if (lo < 0 || end < lo || end > nk) { bad = i; break; }
+        uint64_t v = x[i];
+        while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
+            int64_t mid = lo + (hi - lo) / 2;
+            if (k[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        int64_t below = 0;  /* the first key >= v: lo + the keys below v in [lo, hi) */
+        for (int64_t j = lo; j < hi; j++) below += k[j] < v;
+        o[i] = lo + below < end && k[lo + below] == v ? lo + below : -1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "needle %lld has no range of keys", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&keys); PyBuffer_Release(&starts); PyBuffer_Release(&codes);
+    PyBuffer_Release(&needles); PyBuffer_Release(&out);
+    return result;
+}
+
+/* ideal_dcg(codes, labels, cutoff, gain, discount, out): ndcg.ideal_by_label and the IDCG sum
+   over it: for each run of equal codes (int64, never decreasing), its labels > 0 sorted
+   descending, the first `cutoff` (all for -1) added in that order, out[code] += gain[label] /
+   discount[rank] (gain indexed by label, discount by rank: numpy's own doubles). False, with
+   nothing written, when the codes decrease somewhere or a code or a label is out of range. */
+static int desc_int64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args) {
+    Py_buffer codes, labels, gain, disc, out;
+    long long cutoff;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*y*w*", &codes, &labels, &cutoff, &gain, &disc, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = codes.len / 8, nq = out.len / 8, ng = gain.len / 8, nd = disc.len / 8, longest = 0;
+    const int64_t *q = codes.buf, *l = labels.buf;
+    const double *g = gain.buf, *dc = disc.buf;
+    double *o = out.buf;
+    int ok = labels.len == codes.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; ok && a < n; a = b) {  /* check every code and label first, and size the scratch */
+        for (b = a; b < n && q[b] == q[a]; b++)
+            if (l[b] >= ng) ok = 0;
+        if (q[a] < 0 || q[a] >= nq || (b < n && q[b] < q[a])) ok = 0;
+        if (b - a > longest) longest = b - a;
+    }
+    Py_END_ALLOW_THREADS
+    int64_t depth = cutoff < 0 || cutoff > longest ? longest : cutoff;
+    if (!ok || depth > nd) { result = Py_NewRef(Py_False); goto done; }
+    int64_t *scratch = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(longest > 0 ? longest : 1));
+    if (scratch == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; a < n; a = b) {
+        int64_t k = 0;
+        for (b = a; b < n && q[b] == q[a]; b++)
+            if (l[b] > 0) scratch[k++] = l[b];
+        if (k <= 32) {
+            for (int64_t i = 1; i < k; i++) {  /* insertion sort, descending */
+                int64_t v = scratch[i], j = i;
+                while (j > 0 && scratch[j - 1] < v) { scratch[j] = scratch[j - 1]; j--; }
+                scratch[j] = v;
+            }
+        } else {
+            qsort(scratch, (size_t)k, sizeof(int64_t), desc_int64);
+        }
+        int64_t top = cutoff < 0 || cutoff > k ? k : cutoff;
+        double sum = o[q[a]];
+        for (int64_t r = 0; r < top; r++) sum += g[scratch[r]] / dc[r];
+        o[q[a]] = sum;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(scratch);
+    result = Py_NewRef(Py_True);
+done:
+    PyBuffer_Release(&codes); PyBuffer_Release(&labels); PyBuffer_Release(&gain);
+    PyBuffer_Release(&disc); PyBuffer_Release(&out);
+    return result;
+}
+
+/* split_sums(values): exact.split_sums: [(E, sum of hi, sum of mid, sum of lo, count)] for each
+   E among the values (float64, finite: else ValueError), E increasing, summed in int64 (each
+   piece is below 2^18 in magnitude: exact for up to 2^35 values, which the caller ensures). */
+PyObject *ndcg_split_sums(PyObject *self, PyObject *args) {
+    Py_buffer values;
+    if (!PyArg_ParseTuple(args, "y*", &values)) return NULL;
+    int64_t n = values.len / 8;
+    int64_t (*sums)[4] = PyMem_RawCalloc(2047, sizeof *sums);
+    if (sums == NULL) { PyBuffer_Release(&values); return PyErr_NoMemory(); }
+    const double *v = values.buf;
+    int finite = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t bits;
+        memcpy(&bits, &v[i], 8);
+        int64_t biased = (bits >> 52) & 0x7FF, fraction = bits & ((INT64_C(1) << 52) - 1);
+        if (biased == 0x7FF) { finite = 0; break; }
+        int64_t m = biased > 0 ? fraction | (INT64_C(1) << 52) : fraction;
+        if (bits < 0) m = -m;
+        int64_t e = biased > 0 ? biased - 1 : 0;
+        int64_t lo = (int64_t)((uint64_t)m & 0x3FFFF), mid = (int64_t)(((uint64_t)m >> 18) & 0x3FFFF);
+        int64_t hi = (m - mid * (INT64_C(1) << 18) - lo) / (INT64_C(1) << 36);  /* exact: a floor */
+        sums[e][0] += hi; sums[e][1] += mid; sums[e][2] += lo; sums[e][3] += 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&values);
+    PyObject *out = NULL;
+    if (!finite) {
+        PyErr_SetString(PyExc_ValueError, "an exact sum takes finite values only");
+    } else if ((out = PyList_New(0)) != NULL) {
+        for (int e = 0; e < 2047; e++) {
+            if (!sums[e][3]) continue;
+            PyObject *t = Py_BuildValue("(iLLLL)", e, (long long)sums[e][0], (long long)sums[e][1],
+                                        (long long)sums[e][2], (long long)sums[e][3]);
+            if (t == NULL || PyList_Append(out, t) < 0) { Py_XDECREF(t); Py_CLEAR(out); break; }
+            Py_DECREF(t);
+        }
+    }
+    PyMem_RawFree(sums);
+    return out;
+}
+
+/* tied_rows(group, width, score, out): the rows (int64, ascending, into out) that tie with a
+   neighbour, one of the same group (int32 or int64) and the same score; returns how many. */
+PyObject *ndcg_tied_rows(PyObject *self, PyObject *args) {
+    Py_buffer group, score, out;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*w*", &group, &width, &score, &out)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, k = 0;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || out.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "tied_rows: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    int64_t *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int prev = 0;  /* row i - 1 ties with row i - 2 */
+    for (int64_t i = 1; i < n; i++) {
+        int tie = offset_at(group.buf, width, i) == offset_at(group.buf, width, i - 1) && sc[i] == sc[i - 1];
+        if (tie && !prev) o[k++] = i - 1;
+        if (tie) o[k++] = i;
+        prev = tie;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(k);
+done:
+    PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&out);
+    return result;
+}
+
+/* sort_ties(group, width, score, rows, head, length, order): each run of rows (from tied_rows:
+   neighbours of one group and one score) put in order by doc id descending, stably: by head
+   (the id's first 8 bytes, big-endian) descending, then length descending (ids of at most 8
+   bytes); order[rows[a + i]] = the row that takes that place. */
+PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
+    Py_buffer group, score, rows, head, length, order;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*y*w*", &group, &width, &score, &rows, &head, &length, &order)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, k = rows.len / 8, bad = -1;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || order.len != n * 8 || head.len != k * 8 || length.len != k * 8) {
+        PyErr_SetString(PyExc_ValueError, "sort_ties: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    const int64_t *r = rows.buf, *len = length.buf;
+    const uint64_t *h = head.buf;
+    int64_t *o = order.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t a = 0, b; a < k; a = b) {
+        if (r[a] < 0 || r[a] >= n) { bad = a; break; }
+        for (b = a + 1; b < k && r[b] == r[b - 1] + 1 && r[b] < n
+             && offset_at(group.buf, width, r[b]) == offset_at(group.buf, width, r[a]) && sc[r[b]] == sc[r[a]]; b++) {}
+        for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1, by key descending */
+            int64_t j = i;
+            uint64_t hv = h[i];
+            int64_t lv = len[i];
+            int64_t who = r[i];
+            while (j > a) {
+                int64_t prev = o[r[j - 1]] - r[a] + a;  /* the position in rows of the row placed there */
+                if (h[prev] > hv || (h[prev] == hv && len[prev] >= lv)) break;
+                o[r[j]] = o[r[j - 1]];
+                j--;
+            }
+            o[r[j]] = who;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "tied row %lld is not a row", (long long)bad);
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&rows);
+    PyBuffer_Release(&head); PyBuffer_Release(&length); PyBuffer_Release(&order);
+    return result;
+}
