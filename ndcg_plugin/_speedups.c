@@ -343,6 +343,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "C loops for ndcg_plugin.speedups", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_speedups",
+                                    .m_doc = "C loops for ndcg_plugin.speedups", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
