@@ -255,6 +255,32 @@ static int read_number(const uint8_t *s, const uint8_t *e, int integer, int64_t 
     return 1;
 }
 
+/* The first byte from p on that is not a plain field byte (ASCII above space, or a control byte
+   other than whitespace), or stop: eight bytes at a time where eight remain (the lowest byte
+   below 0x21 or above 0x7F of a little-endian word: borrows only mark bytes after it). */
+static inline const uint8_t *field_end(const uint8_t *p, const uint8_t *stop, const uint8_t *cls) {
+    for (;;) {
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+        while (stop - p >= 8) {
+            uint64_t x;
+            memcpy(&x, p, 8);
+            uint64_t m = (((x - UINT64_C(0x2121212121212121)) & ~x) | x) & UINT64_C(0x8080808080808080);
+            if (m) { p += __builtin_ctzll(m) >> 3; break; }
+            p += 8;
+        }
+#endif
+        while (p < stop && cls[*p] == 0 && *p > 0x20) p++;
+        if (p == stop || cls[*p] != 0) return p;
+        p++;  /* a control byte that is no whitespace: part of the field */
+    }
+}
+
+/* n bytes from src to dst, which has 8 bytes to spare beyond them: one 8-byte copy for an id of
+   at most 8 bytes (a memcpy of a constant size is one load and one store) where 8 can be read */
+static inline void copy_field(uint8_t *dst, const uint8_t *src, int64_t n, const uint8_t *src_end) {
+    if (n <= 8 && src_end - src >= 8) memcpy(dst, src, 8); else memcpy(dst, src, (size_t)n);
+}
+
 /* parse_columns(data, start, end, delimiter, ncols, query_at, doc_at, value_at, integer,
    q_offsets, q_data, d_offsets, d_data, values): the lines of data[start:end] in the simple form
    (ASCII; fields cut by the delimiter alone; ncols fields a line, none empty; no other
@@ -271,7 +297,7 @@ static PyObject *parse_columns(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int64_t cap = qo.len / 8 - 1, rows = 0;
     if (start < 0 || end < start || end > data.len || cap < 0 || dof.len != qo.len || vals.len != cap * 8
-        || qd.len < end - start || dd.len < end - start || ncols < 1 || ncols > 64 || qa < 0 || qa >= ncols
+        || qd.len < end - start + 8 || dd.len < end - start + 8 || ncols < 1 || ncols > 64 || qa < 0 || qa >= ncols
         || da < 0 || da >= ncols || va < 0 || va >= ncols || (delim != ' ' && delim != '\t')) {
         PyErr_SetString(PyExc_ValueError, "parse_columns: arguments disagree");
         goto done;
@@ -291,16 +317,16 @@ static PyObject *parse_columns(PyObject *self, PyObject *args) {
         int field = 0;
         for (;;) {  /* one field a turn */
             const uint8_t *f = p;
-            while (p < stop && cls[*p] == 0) p++;
+            p = field_end(p, stop, cls);
             int kind = p < stop ? cls[*p] : 2;
             if (kind == 3 || p == f || field >= ncols) { ok = 0; break; }
             if (field == qa) {
                 if (*f == '#') { ok = 0; break; }
-                memcpy(q_out + qpos, f, (size_t)(p - f));
+                copy_field(q_out + qpos, f, p - f, stop);
                 qpos += p - f;
             }
             if (field == da) {
-                memcpy(d_out + dpos, f, (size_t)(p - f));
+                copy_field(d_out + dpos, f, p - f, stop);
                 dpos += p - f;
             }
             if (field == va) {

@@ -237,7 +237,7 @@ def parse_columns(data: bytes, start: int, end: int, delimiter: bytes, ncols: in
     size = end - start
     cap = size // (2 * ncols) + 1  # a line holds at least ncols one-byte fields, their delimiters and its end
     q_off, d_off = np.empty(cap + 1, dtype=np.int64), np.empty(cap + 1, dtype=np.int64)
-    q_data, d_data = np.empty(size, dtype=np.uint8), np.empty(size, dtype=np.uint8)
+    q_data, d_data = np.empty(size + 8, dtype=np.uint8), np.empty(size + 8, dtype=np.uint8)  # 8 to spare
     values = np.empty(cap, dtype=np.int64 if integer else np.float64)
     rows = _C.parse_columns(data, start, end, delimiter[0], ncols, *at, integer, q_off, q_data, d_off, d_data, values)
     if rows <= 0:

@@ -205,7 +205,8 @@ def plain_files(draw):
     kind = draw(st.sampled_from(["qrels", "run", "run"]))
     fmt = "qrels" if kind == "qrels" else draw(st.sampled_from(["trec", "msmarco"]))
     delim = draw(st.sampled_from([" ", "\t"]))
-    ids = st.text(st.sampled_from(list("abc019_-.#/:")), min_size=1, max_size=6)
+    # ids of 1 to 20 bytes, some with a control byte that is no whitespace (part of the id)
+    ids = st.text(st.sampled_from(list("abc019_-.#/:") + ["\x01"]), min_size=1, max_size=draw(st.sampled_from([6, 20])))
     lines = []
     for _ in range(draw(st.integers(1, 12))):
         q, d, number = draw(ids), draw(ids), draw(st.sampled_from(PLAIN_NUMBERS))
