@@ -28,12 +28,11 @@ static PyObject *fingerprints(PyObject *self, PyObject *args) {
     uint64_t *o = out.buf;
     Py_BEGIN_ALLOW_THREADS
     for (int64_t i = 0; i < n; i++) {
-        int64_t s = offset_at(off.buf, width, i), e = offset_at(off.buf, width, i + 1);
-        if (s < 0 || e < s || e > data.len) { bad = i; break; }
-        int64_t len = e - s;
+        int64_t s, len;
+        if (!span_of(off.buf, width, i, data.len, &s, &len)) { bad = i; break; }
         uint64_t m = load_le(d + s, len < 8 ? len : 8, d + data.len) * K1 ^ (uint64_t)len * K2;
         if (len > 8) {
-            uint64_t t = load_le(d + e - 8, 8, d + data.len);
+            uint64_t t = load_le(d + s + len - 8, 8, d + data.len);
             m ^= ((t * K2) >> 29) ^ (t * K3);
         }
         o[i] = m;
@@ -72,9 +71,8 @@ static PyObject *heads(PyObject *self, PyObject *args) {
     for (int64_t i = 0; i < n; i++) {
         int64_t at = all ? i : r[i];
         if (at < 0 || at >= strings) { bad = i; break; }
-        int64_t s = offset_at(off.buf, width, at), e = offset_at(off.buf, width, at + 1);
-        if (s < 0 || e < s || e > data.len) { bad = i; break; }
-        int64_t len = e - s;
+        int64_t s, len;
+        if (!span_of(off.buf, width, at, data.len, &s, &len)) { bad = i; break; }
         h[i] = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8, d + data.len));
         l[i] = len;
     }
@@ -153,9 +151,8 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
     int64_t last_len = have_prev ? prev.len : 0;
     Py_BEGIN_ALLOW_THREADS
     for (int64_t i = 0; i < n; i++) {
-        int64_t s = offset_at(off.buf, width, i), e = offset_at(off.buf, width, i + 1);
-        if (s < 0 || e < s || e > data.len) { bad = i; break; }
-        int64_t len = e - s;
+        int64_t s, len;
+        if (!span_of(off.buf, width, i, data.len, &s, &len)) { bad = i; break; }
         if (last == NULL) {
             code++;
         } else {  /* the first 8 bytes as big-endian words first: a prefix of 8 bytes or fewer is
@@ -208,10 +205,12 @@ static PyObject *equal_at(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (int64_t i = 0; i < n; i++) {
         if (x[i] < 0 || x[i] >= sa || y[i] < 0 || y[i] >= sb) { bad = i; break; }
-        int64_t s1 = offset_at(oa.buf, wa, x[i]), e1 = offset_at(oa.buf, wa, x[i] + 1);
-        int64_t s2 = offset_at(ob.buf, wb, y[i]), e2 = offset_at(ob.buf, wb, y[i] + 1);
-        if (s1 < 0 || e1 < s1 || e1 > da.len || s2 < 0 || e2 < s2 || e2 > db.len) { bad = i; break; }
-        o[i] = e1 - s1 == e2 - s2 && (e1 == s1 || memcmp(pa + s1, pb + s2, (size_t)(e1 - s1)) == 0);
+        int64_t s1, n1, s2, n2;
+        if (!span_of(oa.buf, wa, x[i], da.len, &s1, &n1) || !span_of(ob.buf, wb, y[i], db.len, &s2, &n2)) {
+            bad = i;
+            break;
+        }
+        o[i] = n1 == n2 && (n1 == 0 || memcmp(pa + s1, pb + s2, (size_t)n1) == 0);
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {

@@ -27,6 +27,16 @@ static inline int64_t offset_at(const void *off, int width, int64_t i) {
     return width == 8 ? ((const int64_t *)off)[i] : (int64_t)((const int32_t *)off)[i];
 }
 
+/* Where string i of Arrow offsets lies in data of data_len bytes: its start and length; 0 when the
+   offsets put it outside the data (every loop checks this before it reads a string). */
+static inline int span_of(const void *off, int width, int64_t i, int64_t data_len, int64_t *start, int64_t *len) {
+    int64_t s = offset_at(off, width, i), e = offset_at(off, width, i + 1);
+    if (s < 0 || e < s || e > data_len) return 0;
+    *start = s;
+    *len = e - s;
+    return 1;
+}
+
 static inline int check_width(int width) {
     if (width != 4 && width != 8) {
         PyErr_Format(PyExc_ValueError, "offset width must be 4 or 8 bytes, got %d", width);
