@@ -261,29 +261,35 @@ def test_columnar_and_line_parsers_return_identical_tables(case):
     assert fast == slow == whole
 
 
-def test_the_generated_files_often_take_the_columnar_parser(monkeypatch):
-    # the property test above compares the parsers only where the columnar one takes a file: a
-    # good share of the files it is given must take it (drawn here on their own, reproducibly)
-    from ndcg_plugin.reading import columnar
-    real = columnar.parse_block
-    taken: list[bool] = []
+def files_taken(monkeypatch, owner, name: str, strategy, examples: int) -> list[bool]:
+    """For each of ``examples`` files drawn from ``strategy`` (reproducibly) and parsed, whether
+    ``owner.name`` (a parser that declines with None) took at least one of its blocks."""
+    real, taken = getattr(owner, name), []
 
     def spy(*a, **k):
         out = real(*a, **k)
         taken[-1] |= out is not None
         return out
 
-    monkeypatch.setattr(columnar, "parse_block", spy)
+    monkeypatch.setattr(owner, name, spy)
 
-    @settings(max_examples=400, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(files())
+    @given(strategy)
     def draw(case):
         kind, run_format, data, block = case
         taken.append(False)
         parse(data, kind, run_format, block, columnar_ok=True)
 
     draw()
+    return taken
+
+
+def test_the_generated_files_often_take_the_columnar_parser(monkeypatch):
+    # the property test above compares the parsers only where the columnar one takes a file: a
+    # good share of the files it is given must take it (drawn here on their own, reproducibly)
+    from ndcg_plugin.reading import columnar
+    taken = files_taken(monkeypatch, columnar, "parse_block", files(), 400)
     assert len(taken) >= 300 and sum(taken) >= len(taken) / 2, (sum(taken), len(taken))
 
 

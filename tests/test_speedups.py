@@ -29,7 +29,7 @@ from ndcg_plugin.reading.sources import Chunk
 
 from .helpers import qrels_df
 from .helpers import run_cli as run_process
-from .test_reading import files, parse
+from .test_reading import files, files_taken, parse
 from .test_side_by_side import MEASURES, logs, run_cli
 
 built = pytest.mark.skipif(not speedups.available(), reason="the C loops are not built here (no compiler at "
@@ -247,24 +247,7 @@ def test_files_read_with_the_c_parser_equal_those_read_without(monkeypatch, case
 def test_the_generated_files_often_take_the_c_parser(monkeypatch):
     """The comparison above means something only where the C loop reads a block: a good share of
     the plain files (drawn on their own, reproducibly) must have a block it reads."""
-    real, taken = speedups.parse_columns, []
-
-    def spy(*a, **k):
-        out = real(*a, **k)
-        taken[-1] |= out is not None
-        return out
-
-    monkeypatch.setattr(speedups, "parse_columns", spy)
-
-    @settings(max_examples=300, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(plain_files())
-    def draw(case):
-        kind, run_format, data, block = case
-        taken.append(False)
-        parse(data, kind, run_format, block, columnar_ok=True)
-
-    draw()
+    taken = files_taken(monkeypatch, speedups, "parse_columns", plain_files(), 300)
     assert len(taken) >= 200 and sum(taken) >= len(taken) / 4, (sum(taken), len(taken))
 
 
