@@ -85,6 +85,15 @@ def scatter(out: dict[Spec, Values], block: Block) -> None:
             acc.returned[block.codes] = vals.returned
 
 
+def covers_all(block: Block, nq: int) -> bool:
+    """Whether the block's queries are every qrels query of the index, in its order (``codes`` is
+    0..nq-1): then its values are already what :func:`scatter` would write over
+    :func:`empty_values` (a block of an interaction log and the qrels streamed beside it)."""
+    codes = block.codes
+    return len(codes) == nq and (nq == 0 or (int(codes[-1]) == nq - 1 and
+                                             bool(np.all(codes[1:] > codes[:-1]))))
+
+
 def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
             groups: tuple | None = None, q_map: np.ndarray | None = None,
             doc_fp: np.ndarray | None = None) -> dict[Spec, Values]:
@@ -92,6 +101,9 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None =
     query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
     specs = list(dict.fromkeys(specs))
     block = compute_block(index, run, specs, counts, groups, q_map, doc_fp)
+    if covers_all(block, index.nq):  # each qrels query has its run rows, in the qrels' order
+        return {spec: Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
+                             None if v.returned is None else v.returned.copy()) for spec, v in block.values.items()}
     out = empty_values(index, specs)
     scatter(out, block)
     return out

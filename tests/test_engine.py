@@ -314,3 +314,45 @@ def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, r
             if a is not None:
                 assert np.asarray(a, dtype=np.float64).view(np.int64).tolist() == \
                     np.asarray(b, dtype=np.float64).view(np.int64).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 9), st.integers(-1, 4)), min_size=1, max_size=100),
+       st.lists(st.tuples(st.integers(0, 8), st.integers(0, 9), st.sampled_from([0.5, 1.0, 2.0])), max_size=120),
+       st.booleans())
+def test_a_block_of_every_qrels_query_gives_the_values_scattered_over_the_empty_ones(judgments, rows, every):
+    # engine.compute takes a block's own values when its queries are every qrels query in the
+    # index's order (covers_all); against empty_values + scatter of the same block, which it
+    # stands for: the same doubles and dtypes, for every family and the variants that rank apart
+    import numpy as np
+
+    from ndcg_plugin import engine
+    from ndcg_plugin.measures import spec_of
+    from ndcg_plugin.qrels_index import QrelsIndex
+
+    judged = {(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", r) for q, d, r in judgments}
+    pairs = {(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", s) for q, d, s in rows}
+    if every:  # a row for each qrels query, so that the block covers them all
+        for q in {q for q, _ in judged}:
+            pairs.setdefault((q, "dx"), (q, "dx", 0.25))
+    if not pairs:
+        pairs[("q0", "dx")] = ("q0", "dx", 1.0)
+    index = QrelsIndex(ndcg_plugin.read(qrels_df(list(judged.values())), "qrels"))
+    run = ndcg_plugin.read(run_df(sorted(pairs.values())), "run")
+    measures = [NDCG_lin @ 3, NDCG_exp @ 5, HitRate @ 2, HitRate_item @ 3, MRR_zero @ 2, MRR_ignore @ 4,
+                NDCG_lin(ideal="run") @ 4, NDCG_exp(judged_only=True) @ 3, MRR_zero(ties="average") @ 3]
+    specs = [spec_of(m) for m in measures]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = engine.compute(index, run, specs, counts=[])
+        block = engine.compute_block(index, run, specs, counts=[])
+    assert engine.covers_all(block, index.nq) == (every or len(block.codes) == index.nq)
+    expected = engine.empty_values(index, specs)
+    engine.scatter(expected, block)
+    for spec in specs:
+        for a, b in ((got[spec].values, expected[spec].values), (got[spec].hits, expected[spec].hits),
+                     (got[spec].returned, expected[spec].returned)):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a.dtype == b.dtype and a.flags.writeable
+                assert a.view(np.uint8).tolist() == b.view(np.uint8).tolist()
