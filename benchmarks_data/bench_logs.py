@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import TIE_NOTE, machine, parse_values, timed, versions
+from bench import TIE_NOTE, compile_package, install_kind, machine, parse_values, timed, versions
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -153,6 +153,7 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "performance-logs.md")
     args = ap.parse_args()
+    compile_package()  # as bench.py does: the timed processes do not compile the modules from source
     sections, all_ok = [], True
     for users in args.users:
         section, ok = scenario(users, args.repeat, args.trec_eval, args.only_plugin)
@@ -161,7 +162,9 @@ def main() -> int:
     cmd = " ".join(["python", "benchmarks_data/bench_logs.py", *sys.argv[1:]])
     report = "\n".join(["# Performance on recommendation logs", "",
                         f"Written by `{cmd}` on {time.strftime('%Y-%m-%d')}.", f"Machine: {machine()}.",
-                        f"Versions: {versions()}.", "", f"Median of {args.repeat} alternating runs. Measures: "
+                        f"Versions: {versions()}.",
+                        f"ndcg-plugin {install_kind()}, its modules compiled to bytecode first, as pip does when "
+                        f"it installs a package.", "", f"Median of {args.repeat} alternating runs. Measures: "
                         + " ".join(SIX) + ".", "", *sections])
     print(report)
     if not args.no_write:

@@ -95,11 +95,13 @@ done:
     return result;
 }
 
-/* ideal_dcg(codes, labels, cutoff, gain, discount, out): ndcg.ideal_by_label and the IDCG sum
-   over it: for each run of equal codes (int64, never decreasing), its labels > 0 sorted
-   descending, the first `cutoff` (all for -1) added in that order, out[code] += gain[label] /
-   discount[rank] (gain indexed by label, discount by rank: numpy's own doubles). False, with
-   nothing written, when the codes decrease somewhere or a code or a label is out of range. */
+/* ideal_dcg(codes, labels, cutoff, gain, tables, discount, out): ndcg.ideal_by_label and the
+   IDCG sum over it, for `tables` gains at once (the variants share the order by label): for
+   each run of equal codes (int64, never decreasing), its labels > 0 sorted descending, the first
+   `cutoff` (all for -1) added in that order, out[t][code] += gain[t][label] / discount[rank]
+   (gain: `tables` rows indexed by label, out: `tables` rows indexed by code; discount by rank:
+   numpy's own doubles). False, with nothing written, when the codes decrease somewhere or a code
+   or a label is out of range. */
 static int desc_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x < y) - (x > y);
@@ -108,9 +110,16 @@ static int desc_int64(const void *a, const void *b) {
 PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args) {
     Py_buffer codes, labels, gain, disc, out;
     long long cutoff;
-    if (!PyArg_ParseTuple(args, "y*y*Ly*y*w*", &codes, &labels, &cutoff, &gain, &disc, &out)) return NULL;
+    int tables;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*iy*w*", &codes, &labels, &cutoff, &gain, &tables, &disc, &out)) return NULL;
     PyObject *result = NULL;
-    int64_t n = codes.len / 8, nq = out.len / 8, ng = gain.len / 8, nd = disc.len / 8, longest = 0;
+    if (tables < 1 || gain.len % (8 * tables) || out.len % (8 * tables)) {
+        PyErr_SetString(PyExc_ValueError, "ideal_dcg: buffer sizes disagree");
+        PyBuffer_Release(&codes); PyBuffer_Release(&labels); PyBuffer_Release(&gain);
+        PyBuffer_Release(&disc); PyBuffer_Release(&out);
+        return NULL;
+    }
+    int64_t n = codes.len / 8, nq = out.len / 8 / tables, ng = gain.len / 8 / tables, nd = disc.len / 8, longest = 0;
     const int64_t *q = codes.buf, *l = labels.buf;
     const double *g = gain.buf, *dc = disc.buf;
     double *o = out.buf;
@@ -142,9 +151,12 @@ PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args) {
             qsort(scratch, (size_t)k, sizeof(int64_t), desc_int64);
         }
         int64_t top = cutoff < 0 || cutoff > k ? k : cutoff;
-        double sum = o[q[a]];
-        for (int64_t r = 0; r < top; r++) sum += g[scratch[r]] / dc[r];
-        o[q[a]] = sum;
+        for (int t = 0; t < tables; t++) {
+            const double *gt = g + t * ng;
+            double sum = o[t * nq + q[a]];
+            for (int64_t r = 0; r < top; r++) sum += gt[scratch[r]] / dc[r];
+            o[t * nq + q[a]] = sum;
+        }
     }
     Py_END_ALLOW_THREADS
     PyMem_RawFree(scratch);

@@ -176,8 +176,7 @@ def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | Non
     else:
         counts.append((unmatched, len(q_map)))
     if depth is not None and len(sizes) and int(sizes.max()) > depth and is_ranked(group, score):
-        top = ranked_top(score, sizes, depth, matched)
-        local = group[top] if not unmatched else (np.cumsum(matched) - 1).astype(group.dtype, copy=False)[group[top]]
+        top, local = top_rows(score, sizes, depth, matched, group)
         return Rows(local, score[top], docs, q_map[matched], sizes=sizes[matched],
                     doc_fp=None if doc_fp is None else doc_fp[top], doc_at=top, cut=depth)
     doc_at = None
@@ -257,6 +256,20 @@ def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarra
     for e in extra:
         keep[e] = True
     return np.flatnonzero(keep)
+
+
+def top_rows(score: np.ndarray, sizes: np.ndarray, depth: int, matched: np.ndarray, group: np.ndarray,
+             native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`ranked_top` of the queries ``matched``, each of those rows' local code: its query's
+    number among the matched ones) of a ranked run whose query codes ``group`` count the queries
+    in order (:func:`is_ranked`, codes of :func:`~ndcg_plugin.columns.group_codes`). ``native``: by
+    one C loop when it is built (:mod:`ndcg_plugin.speedups`; the same arrays)."""
+    every = bool(matched.all())
+    found = speedups.ranked_top(score, sizes, depth, None if every else matched, group) if native else None
+    if found is not None:
+        return found
+    top = ranked_top(score, sizes, depth, matched)
+    return top, group[top] if every else (np.cumsum(matched) - 1).astype(group.dtype, copy=False)[group[top]]
 
 
 def grouped_order(group: np.ndarray, score: np.ndarray) -> np.ndarray | None:

@@ -160,14 +160,48 @@ def ideal_dcg(codes: np.ndarray, labels: np.ndarray, nq: int, cutoff: int | None
     """The IDCG per query code of :func:`ndcg_plugin.measures.ndcg.ideal_by_label` and the sum
     over it: each query's labels > 0 sorted descending, its first ``cutoff`` (all for None) added
     in rank order as ``gain[label] / discount[rank]`` (the tables numpy computed: the same
-    doubles, added in the same order). ``codes`` (int64) never decrease; None when they do, when a
-    label has no gain in the table or a rank no discount, or when the C loops are not at hand."""
+    doubles, added in the same order). ``gain`` of two dimensions is one table per row (the
+    variants of a family: one order by label, one sum per table), and the IDCG is then one row
+    per table. ``codes`` (int64) never decrease; None when they do, when a label has no gain in
+    the table or a rank no discount, or when the C loops are not at hand."""
     if not available() or codes.dtype != np.int64 or labels.dtype != np.int64 or len(codes) != len(labels):
         return None
-    out = np.zeros(nq, dtype=np.float64)
+    tables = np.ascontiguousarray(np.atleast_2d(gain), dtype=np.float64)
+    out = np.zeros((len(tables), nq), dtype=np.float64)
     ok = _C.ideal_dcg(np.ascontiguousarray(codes), np.ascontiguousarray(labels), -1 if cutoff is None else cutoff,
-                      np.ascontiguousarray(gain, dtype=np.float64), np.ascontiguousarray(discount, dtype=np.float64),
-                      out)
+                      tables, len(tables), np.ascontiguousarray(discount, dtype=np.float64), out)
+    return None if not ok else out if np.ndim(gain) == 2 else out[0]
+
+
+def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarray | None,
+               group: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(:func:`ndcg_plugin.ranking.ranked_top`, the local codes of its rows) of a ranked run whose
+    rows of query j are coded j in ``group`` (int32 or int64): a query's local code is its number
+    among the queries kept (``only``; every query for None). None when a row is coded otherwise,
+    when the sizes do not add up to the rows, or when the C loops are not at hand."""
+    if not available() or group.dtype not in (np.int32, np.int64) or score.dtype != np.float64 or depth < 1:
+        return None
+    keep = np.ones(len(sizes), dtype=np.uint8) if only is None else np.ascontiguousarray(only, dtype=np.uint8)
+    top, local = np.empty(len(score), dtype=np.int64), np.empty(len(score), dtype=group.dtype)
+    count = _C.ranked_top(np.ascontiguousarray(score), np.ascontiguousarray(sizes, dtype=np.int64), depth, keep,
+                          np.ascontiguousarray(group), group.itemsize, top, local)
+    return None if count < 0 else (top[:count], local[:count])
+
+
+def dcg(q: np.ndarray, rank: np.ndarray, rel: np.ndarray, nq: int, cutoff: int | None, gain: np.ndarray,
+        negative: float, discount: np.ndarray) -> np.ndarray | None:
+    """NDCG's DCG per query as ``np.bincount(q, weights=g / discount[rank], minlength=nq)`` adds it
+    over the rows ranked within ``cutoff`` (all for None), ``g`` the gain of the row's label:
+    ``gain[rel]`` (the table numpy computed, by label), ``negative`` for a label below 0. None
+    when a code, a label or a rank has no place in its table, or when the C loops are not at
+    hand."""
+    if not available() or q.dtype not in (np.int32, np.int64) or rank.dtype != np.int64 or rel.dtype != np.int64 \
+            or not len(q) == len(rank) == len(rel):
+        return None
+    out = np.zeros(nq, dtype=np.float64)
+    ok = _C.dcg(np.ascontiguousarray(q), q.itemsize, np.ascontiguousarray(rank), np.ascontiguousarray(rel),
+                np.ascontiguousarray(gain, dtype=np.float64), float(negative),
+                np.ascontiguousarray(discount, dtype=np.float64), -1 if cutoff is None else cutoff, out)
     return out if ok else None
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import read, speedups
+from ndcg_plugin import ranking, read, speedups
 from ndcg_plugin.columns import fingerprints, group_codes, heads
 from ndcg_plugin.exact import split_sums
 from ndcg_plugin.qrels_index import QrelsIndex
@@ -346,3 +346,45 @@ def test_the_command_prints_the_same_with_the_environment_variable_off(tmp_path)
     outs = [run_process("eval", str(tmp_path / "q"), str(tmp_path / "r"), "-p", "-1", "-q", *MEASURES,
                         env={speedups.ENV: value}) for value in ("0", "1")]
     assert outs[0].returncode == 0 and outs[0].stdout == outs[1].stdout
+
+
+@built
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0]), min_size=1, max_size=14), min_size=1, max_size=12),
+       st.integers(1, 6), st.data(), st.sampled_from([np.int32, np.int64]))
+def test_the_top_of_a_ranked_run_taken_in_c_as_by_numpy(queries, depth, data, dtype):
+    """Each query's scores descending (ties at and across the depth), some queries not matched,
+    and codes that are not the queries' numbers (the C loop declines; numpy's answer stands)."""
+    score = np.array([s for rows in queries for s in sorted(rows, reverse=True)])
+    sizes = np.array([len(rows) for rows in queries], dtype=np.int64)
+    group = np.repeat(np.arange(len(queries)), sizes).astype(dtype)
+    if data.draw(st.booleans()):
+        group[data.draw(st.integers(0, len(group) - 1))] += data.draw(st.sampled_from([-1, 1]))
+    matched = np.array(data.draw(st.lists(st.booleans(), min_size=len(sizes), max_size=len(sizes))))
+    for only in (matched, np.ones(len(sizes), dtype=bool)):
+        top, local = ranking.top_rows(score, sizes, depth, only, group)
+        top_np, local_np = ranking.top_rows(score, sizes, depth, only, group, native=False)
+        assert top.tolist() == top_np.tolist() and local.tolist() == local_np.tolist()
+        assert local.dtype == local_np.dtype and top.dtype == top_np.dtype
+
+
+@built
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 12), st.integers(-2, 7)), min_size=1, max_size=60),
+       st.sampled_from([None, 1, 3, 10]), st.sampled_from(["linear", "exp"]),
+       st.sampled_from([(), ((2, 9),), ((0, 4),), ((7, 1), (1, 3))]), st.sampled_from([np.int32, np.int64]))
+def test_the_dcg_added_in_c_as_by_numpy(rows, cutoff, variant, gains, dtype):
+    """Rows in any order of queries and ranks, labels below 0, 0 and above the gains set, every
+    cutoff, both gains and gains= overrides (one of label 0, which numpy alone computes): the
+    same doubles."""
+    from ndcg_plugin.measures import ndcg
+    from ndcg_plugin.measures.base import Spec
+    from ndcg_plugin.ranking import RankedRun
+
+    q, rank, rel = (np.array(c) for c in zip(*rows, strict=True))
+    ranked = RankedRun(q=q.astype(dtype), rank=rank.astype(np.int64), rel=rel.astype(np.int64), judged=rel >= -1,
+                       score=np.zeros(len(q)), returned=np.zeros(6, dtype=np.int64), pool_q=q[:0], pool_rel=rel[:0],
+                       nq=6, codes=np.arange(6))
+    spec = Spec("ndcg", variant, cutoff, gains=gains if variant == "linear" else ())
+    mine, theirs = ndcg.dcg_of(ranked, spec), ndcg.dcg_of(ranked, spec, native=False)
+    assert mine.view(np.int64).tolist() == theirs.view(np.int64).tolist()

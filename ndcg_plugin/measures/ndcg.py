@@ -104,6 +104,53 @@ def log2_discounts(n: int) -> Any:
     return np.log2(np.arange(n, dtype=np.int64) + 2.0)
 
 
+def judged_gain(ranked, spec: Spec) -> Any:
+    """The gain of each ranked row: an unjudged row has label 0, whose gain is 0 unless gains=
+    sets it, and then only for judged rows."""
+    gain = gain_of(ranked.rel, spec)
+    if any(label == 0 for label, _ in spec.gains):
+        gain = _np().where(ranked.judged, gain, 0.0)
+    return gain
+
+
+def dcg_of(ranked, spec: Spec, native: bool = True) -> Any:
+    """DCG per query of a :class:`~ndcg_plugin.ranking.RankedRun` in trec_eval's order: the sum over
+    its rows ranked within the cutoff of gain / log2(rank + 2), added row by row as
+    ``np.bincount`` adds. ``native``: by one C loop when it is built (:mod:`ndcg_plugin.speedups`),
+    with the gains numpy computes per label and the same discounts, added in the same order (the
+    same doubles), where no gain of label 0 is set (that gain depends on the row being judged)."""
+    np = _np()
+    q, rank = ranked.q, ranked.rank
+    if native and len(rank) and not any(label == 0 for label, _ in spec.gains):
+        top = int(ranked.rel.max())
+        if top <= _LABEL_ORDER_MAX:  # every gain up to it finite, in a table of labels 0..top
+            from .. import speedups
+            cut = None if ranked.all_in_top(spec.cutoff) else spec.cutoff
+            found = speedups.dcg(q, rank, ranked.rel, ranked.nq, cut, gain_of(np.arange(max(top, 0) + 1), spec),
+                                 float(gain_of(np.array([-1]), spec)[0]), log2_discounts(ranked.ranks_held()))
+            if found is not None:
+                return found
+    gain = judged_gain(ranked, spec)
+    if not ranked.all_in_top(spec.cutoff):
+        keep = rank < spec.cutoff
+        q, rank, gain = q[keep], rank[keep], gain[keep]
+    return np.bincount(q, weights=gain / log2_discounts(ranked.ranks_held())[rank], minlength=ranked.nq)
+
+
+def _ideal_by_variant(index, cutoff: int | None) -> dict | None:
+    """{variant: the IDCG per qrels query} of every variant without overridden gains, by one C loop
+    (:func:`ndcg_plugin.speedups.ideal_dcg` with a gain table per variant); None where it is not
+    at hand. The labels are at most ``_LABEL_ORDER_MAX``: every gain is finite."""
+    np = _np()
+    top = max(int(index.rel.max()), 0)
+    variants = FAMILY.variants
+    tables = np.stack([gain_of(np.arange(top + 1), Spec(FAMILY.name, v, cutoff)) for v in variants])
+    from .. import speedups
+    found = speedups.ideal_dcg(index.key_q, index.rel, index.nq, cutoff, tables,
+                               log2_discounts(len(index.rel) if cutoff is None else cutoff))
+    return None if found is None else dict(zip(variants, found, strict=True))
+
+
 def _name(spec: Spec) -> str:
     return next(m.NAME for m in FAMILY.measures if m.VARIANT == spec.variant)
 
@@ -196,17 +243,10 @@ class NDCGFamily(Family):
         from .. import ties
         from ..aggregate import Values
         np = _np()
-        gain = gain_of(ranked.rel, spec)  # an unjudged row has label 0, whose gain is 0 unless gains= sets it
-        if any(label == 0 for label, _ in spec.gains):
-            gain = np.where(ranked.judged, gain, 0.0)
         if spec.ties == "average":
-            dcg = ties.ndcg_dcg(ranked, gain, spec.cutoff)
+            dcg = ties.ndcg_dcg(ranked, judged_gain(ranked, spec), spec.cutoff)
         else:
-            q, rank = ranked.q, ranked.rank
-            if not ranked.all_in_top(spec.cutoff):
-                keep = rank < spec.cutoff
-                q, rank, gain = q[keep], rank[keep], gain[keep]
-            dcg = np.bincount(q, weights=gain / log2_discounts(ranked.ranks_held())[rank], minlength=ranked.nq)
+            dcg = dcg_of(ranked, spec)
         if spec.ideal == "run":
             idcg = ideal_dcg(ranked.pool_q, gain_of(ranked.pool_rel, spec), spec.cutoff, ranked.nq)
         else:
@@ -224,14 +264,10 @@ class NDCGFamily(Family):
         np = _np()
         if spec.gains or not len(index.rel) or int(index.rel.max()) > _LABEL_ORDER_MAX:
             return ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq)
-        if native:
-            from .. import speedups
-            depth = len(index.rel) if spec.cutoff is None else spec.cutoff
-            top = max(int(index.rel.max()), 0)
-            found = speedups.ideal_dcg(index.key_q, index.rel, index.nq, spec.cutoff,
-                                       gain_of(np.arange(top + 1), spec), log2_discounts(depth))
+        if native:  # every variant's at once (one order by label, a sum per gain), each asked once
+            found = index.memo(("ndcg ideal by label", spec.cutoff), lambda: _ideal_by_variant(index, spec.cutoff))
             if found is not None:
-                return found
+                return found[spec.variant]
         qs, rs, rank = index.memo(("ndcg ideal order", spec.cutoff),
                                   lambda: ideal_by_label(index.key_q, index.rel, spec.cutoff))
         return np.bincount(qs, weights=gain_of(rs, spec) / np.log2(rank + 2.0), minlength=index.nq)

@@ -1,0 +1,96 @@
+/* The loops of the _speedups extension over a ranked run: the top rows of each query of a ranked
+   run, and the DCG of ranked rows (see _speedups.c for what every loop promises). */
+#include "_speedups.h"
+
+static inline void store_at(void *buf, int width, int64_t i, int64_t v) {
+    if (width == 8) ((int64_t *)buf)[i] = v; else ((int32_t *)buf)[i] = (int32_t)v;
+}
+
+/* ranked_top(score, sizes, depth, only, group, width, top, local) -> count or -1:
+   ranking.ranked_top, and the local codes join gives its rows. The queries are runs of rows
+   (sizes: int64 rows per query, in order; score: float64 per row); of each query j where only[j]
+   (uint8) is true, its first `depth` rows and the rows after them that tie with the depth-th:
+   their row numbers ascending into top (int64), and into local (as group: int32 or int64 per
+   row) j's number among the queries kept before it (j itself when every query is kept). -1,
+   with nothing promised of top and local, when the sizes do not add up to the rows or a row
+   taken is not coded j in group. */
+PyObject *ndcg_ranked_top(PyObject *self, PyObject *args) {
+    Py_buffer score, sizes, only, group, top, local;
+    long long depth;
+    int width;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*y*iw*w*", &score, &sizes, &depth, &only, &group, &width, &top, &local))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, nq = sizes.len / 8, k = 0;
+    if (!check_width(width)) goto done;
+    if (only.len != nq || group.len != n * width || top.len != n * 8 || local.len != n * width || depth < 1) {
+        PyErr_SetString(PyExc_ValueError, "ranked_top: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    const int64_t *sz = sizes.buf;
+    const uint8_t *keep = only.buf;
+    int64_t *t = top.buf, start = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t j = 0, kept = 0; j < nq && ok; start += sz[j], j++) {
+        int64_t size = sz[j];
+        if (size < 0 || size > n - start) { ok = 0; break; }
+        if (!keep[j]) continue;
+        int64_t end = start + size, last = start + (size < depth ? size : depth);
+        if (size > depth) {  /* the rows that tie with the depth-th follow it */
+            double kth = sc[last - 1];
+            while (last < end && sc[last] == kth) last++;
+        }
+        for (int64_t i = start; i < last; i++) {
+            if (offset_at(group.buf, width, i) != j) { ok = 0; break; }
+            t[k] = i;
+            store_at(local.buf, width, k++, kept);
+        }
+        kept++;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(ok && start == n ? k : -1);
+done:
+    PyBuffer_Release(&score); PyBuffer_Release(&sizes); PyBuffer_Release(&only);
+    PyBuffer_Release(&group); PyBuffer_Release(&top); PyBuffer_Release(&local);
+    return result;
+}
+
+/* dcg(q, width, rank, rel, gain, negative, discount, cutoff, out) -> bool: NDCG's DCG sum as
+   numpy's bincount adds it, row by row in order: out[q[i]] += g / discount[rank[i]] for each row
+   with rank[i] < cutoff (every row for -1), g = gain[rel[i]] (the table numpy computed, by label)
+   or `negative` for a label below 0. False when a code, a label or a rank has no place in its
+   table (out is then the caller's to discard). */
+PyObject *ndcg_dcg(PyObject *self, PyObject *args) {
+    Py_buffer q, rank, rel, gain, disc, out;
+    int width;
+    double negative;
+    long long cutoff;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*dy*Lw*", &q, &width, &rank, &rel, &gain, &negative, &disc, &cutoff, &out))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t n = rank.len / 8, nq = out.len / 8, ng = gain.len / 8, nd = disc.len / 8;
+    if (!check_width(width)) goto done;
+    if (q.len != n * width || rel.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "dcg: buffer sizes disagree");
+        goto done;
+    }
+    const int64_t *r = rank.buf, *l = rel.buf;
+    const double *g = gain.buf, *dc = disc.buf;
+    double *o = out.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = offset_at(q.buf, width, i), at = r[i], label = l[i];
+        if (cutoff >= 0 && at >= cutoff) continue;
+        if (c < 0 || c >= nq || at < 0 || at >= nd || label >= ng) { ok = 0; break; }
+        o[c] += (label < 0 ? negative : g[label]) / dc[at];
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+done:
+    PyBuffer_Release(&q); PyBuffer_Release(&rank); PyBuffer_Release(&rel);
+    PyBuffer_Release(&gain); PyBuffer_Release(&disc); PyBuffer_Release(&out);
+    return result;
+}
