@@ -238,7 +238,7 @@ class QrelsIndex:
     def _found(self, q: np.ndarray, keys: np.ndarray, native: bool) -> tuple[np.ndarray, np.ndarray]:
         """(rows, positions in ``keys``) of the pair keys the index holds (query codes ``q``)."""
         if native and speedups.available():
-            starts = self.memo(("code starts",), lambda: np.searchsorted(self.key_q, np.arange(self.nq + 1)))
+            starts = self.memo(("code starts",), self._code_starts)
             pos = speedups.find_in_ranges(self.keys, starts, q, keys)
             if pos is not None:
                 rows = np.flatnonzero(pos >= 0)
@@ -246,6 +246,11 @@ class QrelsIndex:
         pos = search_sorted(self.keys, keys, near_sorted=in_runs(q, len(self.keys)))
         rows = np.flatnonzero(self.keys[pos] == keys)
         return rows, pos[rows]
+
+    def _code_starts(self) -> np.ndarray:
+        """Where each query code's keys start in ``keys`` (sorted by code), and their end: what
+        ``np.searchsorted(key_q, np.arange(nq + 1))`` gives, from the keys per code."""
+        return np.concatenate(([0], np.cumsum(np.bincount(self.key_q, minlength=self.nq)))).astype(np.int64)
 
     def _exact_positions(self, q: np.ndarray, docs: Any) -> tuple[np.ndarray, np.ndarray]:
         """(positions in ``keys``, rows) of the judged pairs, by Arrow's exact lookups: the doc ids

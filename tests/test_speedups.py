@@ -358,8 +358,9 @@ def test_the_top_of_a_ranked_run_taken_in_c_as_by_numpy(queries, depth, data, dt
     score = np.array([s for rows in queries for s in sorted(rows, reverse=True)])
     sizes = np.array([len(rows) for rows in queries], dtype=np.int64)
     group = np.repeat(np.arange(len(queries)), sizes).astype(dtype)
-    if data.draw(st.booleans()):
-        group[data.draw(st.integers(0, len(group) - 1))] += data.draw(st.sampled_from([-1, 1]))
+    if data.draw(st.booleans()):  # a row coded as another query (a run not grouped as sizes say)
+        at = data.draw(st.integers(0, len(group) - 1))
+        group[at] = (group[at] + data.draw(st.sampled_from([-1, 1]))) % len(sizes)
     matched = np.array(data.draw(st.lists(st.booleans(), min_size=len(sizes), max_size=len(sizes))))
     for only in (matched, np.ones(len(sizes), dtype=bool)):
         top, local = ranking.top_rows(score, sizes, depth, only, group)
