@@ -56,5 +56,6 @@ PyObject *ndcg_sort_ties(PyObject *self, PyObject *args);
 /* _speedups_ranks.c: the loops over a ranked run (its top rows, the DCG) */
 PyObject *ndcg_ranked_top(PyObject *self, PyObject *args);
 PyObject *ndcg_dcg(PyObject *self, PyObject *args);
+PyObject *ndcg_ranked_rows(PyObject *self, PyObject *args);
 
 #endif

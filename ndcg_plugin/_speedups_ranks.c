@@ -94,3 +94,59 @@ done:
     PyBuffer_Release(&gain); PyBuffer_Release(&disc); PyBuffer_Release(&out);
     return result;
 }
+
+/* ranked_rows(group, width, score, rel, judged, order, depth, whole_ties, q, rank, rel_out,
+   judged_out, score_out) -> count or -1: the arrays of ranking.ranked_arrays. Row order[i]
+   (int64) takes place i; its rank is its position among the places of its group (int32 or int64
+   per row), which must never go down in that order; the places kept are those ranked below
+   `depth` (all for -1) and, with whole_ties, those after them in their group whose score equals
+   the score at rank depth - 1. Each kept place gets its row's group, rank, rel (int64), judged
+   (uint8) and score (float64), in order; -1 when a row of order is not a row or the groups go
+   down. */
+PyObject *ndcg_ranked_rows(PyObject *self, PyObject *args) {
+    Py_buffer group, score, rel, judged, order, q, rank, rel_out, judged_out, score_out;
+    int width, whole_ties;
+    long long depth;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*y*Liw*w*w*w*w*", &group, &width, &score, &rel, &judged, &order, &depth,
+                          &whole_ties, &q, &rank, &rel_out, &judged_out, &score_out))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t n = score.len / 8, m = order.len / 8, k = 0;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || rel.len != n * 8 || judged.len != n || q.len != m * width || rank.len != m * 8
+        || rel_out.len != m * 8 || judged_out.len != m || score_out.len != m * 8) {
+        PyErr_SetString(PyExc_ValueError, "ranked_rows: buffer sizes disagree");
+        goto done;
+    }
+    const double *sc = score.buf;
+    const int64_t *o = order.buf, *l = rel.buf;
+    const uint8_t *jd = judged.buf;
+    int64_t *rk = rank.buf, *lo = rel_out.buf;
+    uint8_t *jo = judged_out.buf;
+    double *so = score_out.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t prev = 0, r = -1;
+    double kth = 0.0;
+    for (int64_t i = 0; i < m; i++) {
+        int64_t row = o[i];
+        if (row < 0 || row >= n) { ok = 0; break; }
+        int64_t g = offset_at(group.buf, width, row);
+        if (i > 0 && g < prev) { ok = 0; break; }
+        r = i > 0 && g == prev ? r + 1 : 0;
+        prev = g;
+        double s = sc[row];
+        if (r == depth - 1) kth = s;
+        if (depth >= 0 && r >= depth && !(whole_ties && s == kth)) continue;
+        store_at(q.buf, width, k, g);
+        rk[k] = r; lo[k] = l[row]; jo[k] = jd[row]; so[k] = s;
+        k++;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(ok ? k : -1);
+done:
+    PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&rel); PyBuffer_Release(&judged);
+    PyBuffer_Release(&order); PyBuffer_Release(&q); PyBuffer_Release(&rank); PyBuffer_Release(&rel_out);
+    PyBuffer_Release(&judged_out); PyBuffer_Release(&score_out);
+    return result;
+}

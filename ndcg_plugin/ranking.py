@@ -374,6 +374,45 @@ def _descending_bytes(docs: pa.Array | pa.ChunkedArray, at: np.ndarray) -> tuple
     return (-to_numpy(pc.rank(ids, sort_keys="ascending", tiebreaker="dense")).astype(np.int64),)
 
 
+def ranked_arrays(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged: np.ndarray, order: np.ndarray,
+                  moved: np.ndarray | None, depth: int | None, whole_ties: bool, native: bool = True) -> tuple:
+    """(q, rank, rel, judged, score) of :class:`RankedRun`: the rows in trec_eval's ``order`` (and
+    ``moved``) of :func:`_trec_eval_order`, ranked within their query, those ranked below ``depth``
+    (all for None) kept, and with ``whole_ties`` those tied with the last of them (a tie group
+    that straddles the cutoff stays whole, for ties="average"). ``native``: by one C loop when
+    it is built (:mod:`ndcg_plugin.speedups`; the same arrays)."""
+    found = speedups.ranked_rows(group, score, rel, judged, order, depth, whole_ties) if native else None
+    if found is not None:
+        return found
+    # a ranked run's rows move only among rows of one query and one score: those stay in place
+    group_sorted = group if moved is not None else group[order]
+    score_sorted = score if moved is not None else score[order]
+    rank = group_ranks(group_sorted)
+    keep = None
+    if depth is not None and len(rank) and int(rank.max()) >= depth:
+        keep = rank < depth
+        if whole_ties:
+            at = rank == depth - 1
+            kth = np.full(int(group_sorted.max()) + 1, np.nan)
+            kth[group_sorted[at]] = score_sorted[at]
+            keep |= score_sorted == kth[group_sorted]
+        if keep.all():
+            keep = None
+
+    def ranked(a: np.ndarray, sorted_already: bool = False) -> np.ndarray:
+        """``a[order]``, restricted to the rows kept."""
+        if moved is None:
+            out = a[order]
+        elif sorted_already or not len(moved):
+            out = a
+        else:
+            out = a.copy()
+            out[moved] = a[order[moved]]
+        return out if keep is None else out[keep]
+    return (ranked(group, True), rank if keep is None else rank[keep], ranked(rel), ranked(judged),
+            score_sorted if keep is None else score_sorted[keep])
+
+
 def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex, whole_ties: bool = True) -> RankedRun:
     """The rows that rank above ``depth`` (all rows for None), in trec_eval's order, ranked, with
     their relevance (see :class:`RankedRun`, whose arrays may be the rows' own: read only).
@@ -389,33 +428,9 @@ def rank_rows(rows: Rows, depth: int | None, index: QrelsIndex, whole_ties: bool
     cand = (rows if top is None else rows.subset(top)).judge(index)
     # rows cut as they were joined are the top of a ranked run (see join), and so are ranked
     order, moved = _trec_eval_order(cand.group, cand.score, cand.docs, cand.doc_at, ranked=rows.cut is not None)
-    # a ranked run's rows move only among rows of one query and one score: those stay in place
-    group_sorted = cand.group if moved is not None else cand.group[order]
-    score_sorted = cand.score if moved is not None else cand.score[order]
-    rank = group_ranks(group_sorted)
-    keep = None
-    if depth is not None and len(rank) and int(rank.max()) >= depth:
-        # the rows above depth, and those tied with the last of them: a tie group that
-        # straddles a cutoff stays whole, for ties="average"
-        at = rank == depth - 1
-        kth = np.full(int(group_sorted.max()) + 1, np.nan)
-        kth[group_sorted[at]] = score_sorted[at]
-        keep = (rank < depth) | (score_sorted == kth[group_sorted]) if whole_ties else rank < depth
-        if keep.all():
-            keep = None
-
-    def ranked(a: np.ndarray, sorted_already: bool = False) -> np.ndarray:
-        """``a[order]``, restricted to the rows kept."""
-        if moved is None:
-            out = a[order]
-        elif sorted_already or not len(moved):
-            out = a
-        else:
-            out = a.copy()
-            out[moved] = a[order[moved]]
-        return out if keep is None else out[keep]
+    q, rank, rel, judged, score = ranked_arrays(cand.group, cand.score, cand.rel, cand.judged, order, moved, depth,
+                                                whole_ties)
     empty = np.zeros(0, dtype=np.int64)
-    return RankedRun(q=ranked(cand.group, True), rank=rank if keep is None else rank[keep], rel=ranked(cand.rel),
-                     judged=ranked(cand.judged), score=score_sorted if keep is None else score_sorted[keep],
-                     returned=returned, pool_q=empty if pool is None else rows.group[pool],
+    return RankedRun(q=q, rank=rank, rel=rel, judged=judged, score=score, returned=returned,
+                     pool_q=empty if pool is None else rows.group[pool],
                      pool_rel=empty if pool is None else rows.rel[pool], nq=len(rows.codes), codes=rows.codes)

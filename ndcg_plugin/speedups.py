@@ -188,6 +188,27 @@ def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarra
     return None if count < 0 else (top[:count], local[:count])
 
 
+def ranked_rows(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged: np.ndarray, order: np.ndarray,
+                depth: int | None, whole_ties: bool) -> tuple[np.ndarray, ...] | None:
+    """(q, rank, rel, judged, score) of :func:`ndcg_plugin.ranking.ranked_arrays`: the rows in
+    ``order`` (a permutation that keeps each group's rows together, groups never going down),
+    ranked within their group, those ranked below ``depth`` kept (and with ``whole_ties`` those
+    that tie with the last of them). None when the groups go down, when ``order`` holds a row
+    that is not one, or when the C loops are not at hand."""
+    if not available() or group.dtype not in (np.int32, np.int64) or score.dtype != np.float64 \
+            or rel.dtype != np.int64 or judged.dtype != bool or (depth is not None and depth < 1) \
+            or not len(group) == len(score) == len(rel) == len(judged):
+        return None
+    m = len(order)
+    out = (np.empty(m, dtype=group.dtype), np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
+           np.empty(m, dtype=bool), np.empty(m, dtype=np.float64))
+    count = _C.ranked_rows(np.ascontiguousarray(group), group.itemsize, np.ascontiguousarray(score),
+                           np.ascontiguousarray(rel), np.ascontiguousarray(judged).view(np.uint8),
+                           np.ascontiguousarray(order, dtype=np.int64), -1 if depth is None else depth, int(whole_ties),
+                           out[0], out[1], out[2], out[3].view(np.uint8), out[4])
+    return None if count < 0 else tuple(a[:count] for a in out)
+
+
 def dcg(q: np.ndarray, rank: np.ndarray, rel: np.ndarray, nq: int, cutoff: int | None, gain: np.ndarray,
         negative: float, discount: np.ndarray) -> np.ndarray | None:
     """NDCG's DCG per query as ``np.bincount(q, weights=g / discount[rank], minlength=nq)`` adds it

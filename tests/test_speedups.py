@@ -389,3 +389,37 @@ def test_the_dcg_added_in_c_as_by_numpy(rows, cutoff, variant, gains, dtype):
     spec = Spec("ndcg", variant, cutoff, gains=gains if variant == "linear" else ())
     mine, theirs = ndcg.dcg_of(ranked, spec), ndcg.dcg_of(ranked, spec, native=False)
     assert mine.view(np.int64).tolist() == theirs.view(np.int64).tolist()
+
+
+@built
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0.5, 1.0, 2.0]), st.sampled_from(["a", "b", "c", "d"]),
+                          st.integers(-1, 3)), min_size=1, max_size=40),
+       st.booleans(), st.sampled_from([None, 1, 2, 4]), st.booleans(), st.sampled_from([np.int32, np.int64]))
+def test_rows_ranked_in_c_as_by_numpy(rows, ranked, depth, whole_ties, dtype):
+    """Rows in trec_eval's order (a ranked run's ties put in doc id order, or any run sorted),
+    ranked, cut at every depth with and without the ties that straddle it."""
+    if ranked:  # grouped by query, scores descending: the rows move only among their ties
+        rows = sorted(rows, key=lambda r: (r[0], -r[1]))
+    group = np.array([r[0] for r in rows], dtype=dtype)
+    score = np.array([r[1] for r in rows])
+    docs = pa.array([r[2] for r in rows])
+    rel = np.array([max(r[3], 0) for r in rows], dtype=np.int64)
+    judged = np.array([r[3] >= 0 for r in rows])
+    order = ranking.trec_eval_order(group, score, docs, native=False)
+    # a ranked run's rows that move (among their ties), as trec_eval_order tells the engine; else a sort
+    moved = np.flatnonzero(order != np.arange(len(order))) if ranked else None
+    mine = ranking.ranked_arrays(group, score, rel, judged, order, moved, depth, whole_ties)
+    theirs = ranking.ranked_arrays(group, score, rel, judged, order, moved, depth, whole_ties, native=False)
+    for a, b in zip(mine, theirs, strict=True):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+@built
+def test_rows_whose_groups_go_down_in_their_order_are_declined_by_the_c_loop():
+    group, score, rel, judged = np.array([0, 1], dtype=np.int32), np.array([1.0, 2.0]), np.zeros(2, np.int64), \
+        np.zeros(2, bool)
+    assert speedups.ranked_rows(group, score, rel, judged, np.array([1, 0]), None, False) is None
+    assert speedups.ranked_rows(group, score, rel, judged, np.array([0, 2]), None, False) is None  # no row 2
+    assert [a.tolist() for a in speedups.ranked_rows(group, score, rel, judged, np.array([0, 1]), 1, False)] == \
+        [[0, 1], [0, 0], [0, 0], [False, False], [1.0, 2.0]]
