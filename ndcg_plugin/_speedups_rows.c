@@ -79,9 +79,11 @@ PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
             int64_t mid = lo + (hi - lo) / 2;
             if (k[mid] < v) lo = mid + 1; else hi = mid;
         }
-        int64_t below = 0;  /* the first key >= v: lo + the keys below v in [lo, hi) */
-        for (int64_t j = lo; j < hi; j++) below += k[j] < v;
-        o[i] = lo + below < end && k[lo + below] == v ? lo + below : -1;
+        int64_t at = -1;  /* the key equal to v in [lo, hi] (keys are distinct): a scan of so few
+                             keys without a branch, whose length repeats over a query's rows */
+        for (int64_t j = lo; j < hi; j++) at = k[j] == v ? j : at;
+        if (at < 0 && hi < end && k[hi] == v) at = hi;
+        o[i] = at;
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
