@@ -361,6 +361,7 @@ static PyMethodDef methods[] = {
     {"ranked_top", ndcg_ranked_top, METH_VARARGS, "ranked_top(score, sizes, depth, only, group, width, top, local) -> count"},
     {"ranked_rows", ndcg_ranked_rows, METH_VARARGS, "ranked_rows(group, width, score, rel, judged, order, depth, "
                                                    "whole_ties, q, rank, rel_out, judged_out, score_out) -> count"},
+    {"sort_runs", ndcg_sort_runs, METH_VARARGS, "sort_runs(keys, codes, most, order) -> bool"},
     {"dcg", ndcg_dcg, METH_VARARGS, "dcg(q, width, rank, rel, gain, negative, discount, cutoff, out) -> bool"},
     {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out)"},
     {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out)"},

@@ -53,9 +53,11 @@ PyObject *ndcg_split_sums(PyObject *self, PyObject *args);
 PyObject *ndcg_tied_rows(PyObject *self, PyObject *args);
 PyObject *ndcg_sort_ties(PyObject *self, PyObject *args);
 
-/* _speedups_ranks.c: the loops over a ranked run (its top rows, the DCG) */
+/* _speedups_ranks.c: the loops over a ranked run (its top rows, their order and ranks, the DCG)
+   and the sort of a qrels index's keys */
 PyObject *ndcg_ranked_top(PyObject *self, PyObject *args);
 PyObject *ndcg_dcg(PyObject *self, PyObject *args);
 PyObject *ndcg_ranked_rows(PyObject *self, PyObject *args);
+PyObject *ndcg_sort_runs(PyObject *self, PyObject *args);
 
 #endif

@@ -150,3 +150,43 @@ done:
     PyBuffer_Release(&judged_out); PyBuffer_Release(&score_out);
     return result;
 }
+
+/* sort_runs(keys, codes, most, order) -> bool: np.argsort(keys, kind="stable") of keys whose
+   codes (int64) never go down and whose high bits order them as the codes do (the pair keys of
+   a qrels index: a later code's keys are all larger), in runs of equal codes of at most `most`
+   rows: each run's keys sorted on their own, stably (an insertion sort: a query holds a few
+   judgments). False, with order not to be used, when the codes go down, a run is longer, or a
+   key is smaller than a key of an earlier run. */
+PyObject *ndcg_sort_runs(PyObject *self, PyObject *args) {
+    Py_buffer keys, codes, order;
+    int most;
+    if (!PyArg_ParseTuple(args, "y*y*iw*", &keys, &codes, &most, &order)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = keys.len / 8;
+    if (codes.len != n * 8 || order.len != n * 8 || most < 1) {
+        PyErr_SetString(PyExc_ValueError, "sort_runs: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *k = keys.buf;
+    const int64_t *c = codes.buf;
+    int64_t *o = order.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t top = 0;  /* the largest key of the runs before */
+    for (int64_t a = 0, b; a < n && ok; a = b) {
+        for (b = a + 1; b < n && c[b] == c[a]; b++) {}
+        if ((b < n && c[b] < c[a]) || b - a > most) { ok = 0; break; }
+        for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1 */
+            int64_t j = i;
+            while (j > a && k[o[j - 1]] > k[i]) { o[j] = o[j - 1]; j--; }
+            o[j] = i;
+        }
+        if (a > 0 && k[o[a]] < top) ok = 0;
+        top = k[o[b - 1]];
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+done:
+    PyBuffer_Release(&keys); PyBuffer_Release(&codes); PyBuffer_Release(&order);
+    return result;
+}

@@ -107,10 +107,12 @@ class QrelsIndex:
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
     def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
-                 doc_fp: np.ndarray | None = None):
+                 doc_fp: np.ndarray | None = None, native: bool = True):
         """``groups``: :func:`~ndcg_plugin.columns.group_codes` of the qrels' query ids, and
         ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side
-        reader keeps them per block)."""
+        reader keeps them per block). ``native``: qrels grouped by query in order have each
+        query's keys sorted on their own by the C loops when they are built
+        (:mod:`ndcg_plugin.speedups`; the same order)."""
         qids, docs, rel = columns_of(qrels, "relevance")
         self.qid_values, row_q = _sorted_codes(qids, groups)
         self._qids: np.ndarray | None = None
@@ -118,7 +120,9 @@ class QrelsIndex:
         self._memo_lock = threading.RLock()
         self._shift = 64 - max(len(self.qid_values) - 1, 1).bit_length()  # doc fingerprint bits below the code
         keys = self.pair_keys(row_q, fingerprints(docs) if doc_fp is None else doc_fp)
-        order = np.argsort(keys, kind="stable")
+        order = speedups.sort_runs(keys, row_q) if native else None
+        if order is None:
+            order = np.argsort(keys, kind="stable")
         self.keys, self.key_q = keys[order], row_q[order]
         self.rel = np.asarray(rel, dtype=np.int64)[order]
         self._docs, self._doc_order = as_arrow_strings(docs), order

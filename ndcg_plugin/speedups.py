@@ -209,6 +209,17 @@ def ranked_rows(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged: n
     return None if count < 0 else tuple(a[:count] for a in out)
 
 
+def sort_runs(keys: np.ndarray, codes: np.ndarray, most: int = 64) -> np.ndarray | None:
+    """``np.argsort(keys, kind="stable")`` of a qrels index's pair keys (uint64) whose query codes
+    (int64) never go down, a later code's keys all larger: each query's keys sorted on their own.
+    None when the codes go down, when a query holds more than ``most`` keys (a sort of every key
+    costs less then), or when the C loops are not at hand."""
+    if not available() or keys.dtype != np.uint64 or codes.dtype != np.int64 or len(keys) != len(codes):
+        return None
+    order = np.empty(len(keys), dtype=np.int64)
+    return order if _C.sort_runs(np.ascontiguousarray(keys), np.ascontiguousarray(codes), most, order) else None
+
+
 def dcg(q: np.ndarray, rank: np.ndarray, rel: np.ndarray, nq: int, cutoff: int | None, gain: np.ndarray,
         negative: float, discount: np.ndarray) -> np.ndarray | None:
     """NDCG's DCG per query as ``np.bincount(q, weights=g / discount[rank], minlength=nq)`` adds it

@@ -423,3 +423,45 @@ def test_rows_whose_groups_go_down_in_their_order_are_declined_by_the_c_loop():
     assert speedups.ranked_rows(group, score, rel, judged, np.array([0, 2]), None, False) is None  # no row 2
     assert [a.tolist() for a in speedups.ranked_rows(group, score, rel, judged, np.array([0, 1]), 1, False)] == \
         [[0, 1], [0, 0], [0, 0], [False, False], [1.0, 2.0]]
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 80), st.integers(0, 3)), min_size=1, max_size=150),
+       st.booleans())
+def test_an_index_of_grouped_qrels_sorted_in_c_as_by_numpy(judgments, grouped):
+    """Qrels grouped by query in id order (each query's keys sorted on their own in C; queries of
+    up to 80 judgments, above the C loop's 64) or in any order (numpy sorts them all)."""
+    rows = list({(f"q{q:02d}", f"d{d}"): (f"q{q:02d}", f"d{d}", r) for q, d, r in judgments}.values())
+    if grouped:
+        rows.sort(key=lambda r: r[0])
+    qrels = read(qrels_df(rows), "qrels")
+    mine, theirs = QrelsIndex(qrels), QrelsIndex(qrels, native=False)
+    for name in ("keys", "key_q", "rel"):
+        assert getattr(mine, name).tolist() == getattr(theirs, name).tolist()
+    probe = rows[::-1] + [("q00", "zz", 1)]
+    q = mine.code_of(pa.chunked_array([pa.array([r[0] for r in probe])]))
+    keep = q >= 0
+    docs = pa.chunked_array([pa.array([r[1] for r, k in zip(probe, keep, strict=True) if k], type=pa.string())])
+    assert [a.tolist() for a in mine.labels(q[keep], docs)] == [a.tolist() for a in theirs.labels(q[keep], docs)]
+
+
+@built
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), min_size=1, max_size=80), st.booleans())
+def test_keys_sorted_query_by_query_in_c_as_by_numpys_stable_sort(pairs, in_order):
+    """Pair keys (the code in the high bits, repeats of a key kept in their order) of codes in
+    order, or not (the C loop declines)."""
+    if in_order:
+        pairs.sort(key=lambda p: p[0])
+    codes = np.array([c for c, _ in pairs], dtype=np.int64)
+    keys = (codes.astype(np.uint64) << np.uint64(60)) | np.array([k for _, k in pairs], dtype=np.uint64)
+    found = speedups.sort_runs(keys, codes)
+    if in_order or bool(np.all(codes[1:] >= codes[:-1])):
+        assert found is not None and found.tolist() == np.argsort(keys, kind="stable").tolist()
+    else:
+        assert found is None
+    assert speedups.sort_runs(keys, codes, most=1) is None or len(set(codes.tolist())) == len(codes)
+    bare = np.array([k for _, k in pairs], dtype=np.uint64)  # keys that need not grow with the codes
+    found = speedups.sort_runs(bare, codes)
+    assert found is None or found.tolist() == np.argsort(bare, kind="stable").tolist()
