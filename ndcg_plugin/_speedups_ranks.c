@@ -176,10 +176,18 @@ PyObject *ndcg_sort_runs(PyObject *self, PyObject *args) {
     for (int64_t a = 0, b; a < n && ok; a = b) {
         for (b = a + 1; b < n && c[b] == c[a]; b++) {}
         if ((b < n && c[b] < c[a]) || b - a > most) { ok = 0; break; }
-        for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1 */
-            int64_t j = i;
-            while (j > a && k[o[j - 1]] > k[i]) { o[j] = o[j - 1]; j--; }
-            o[j] = i;
+        if (b - a <= 16) {  /* each row's place counted without a branch: the rows before it in the order */
+            for (int64_t i = a; i < b; i++) {
+                int64_t place = a;
+                for (int64_t j = a; j < b; j++) place += (k[j] < k[i]) | ((k[j] == k[i]) & (j < i));
+                o[place] = i;
+            }
+        } else {
+            for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1 */
+                int64_t j = i;
+                while (j > a && k[o[j - 1]] > k[i]) { o[j] = o[j - 1]; j--; }
+                o[j] = i;
+            }
         }
         if (a > 0 && k[o[a]] < top) ok = 0;
         top = k[o[b - 1]];
