@@ -235,18 +235,19 @@ static int read_number(const uint8_t *s, const uint8_t *e, int integer, int64_t 
     int negative = s < e && *s == '-';
     s += negative;
     if (s == e) return 0;
-    uint64_t m = 0;
-    int digits = 0, after = -1;  /* after: digits after the point, -1 before it */
-    for (; s < e; s++) {
-        if (*s == '.' && !integer && after < 0) { after = 0; continue; }
-        if (*s < '0' || *s > '9') return 0;
-        if (m == 0 && *s == '0' && after < 0) continue;  /* a leading zero */
-        m = m * 10 + (uint64_t)(*s - '0');
-        digits++;
-        if (after >= 0) after++;
-        if (digits > 18) return 0;
+    while (s < e && *s == '0') s++;  /* leading zeros: not digits of M */
+    uint64_t m = 0;  /* wraps past 19 digits, which the count refuses */
+    const uint8_t *first = s;
+    while (s < e && (unsigned)(*s - '0') < 10) m = m * 10 + (uint64_t)(*s++ - '0');
+    int64_t digits = s - first, after = -1;  /* after: digits after the point, -1 for no point */
+    if (s < e && *s == '.' && !integer) {
+        const uint8_t *point = ++s;
+        while (s < e && (unsigned)(*s - '0') < 10) m = m * 10 + (uint64_t)(*s++ - '0');
+        after = s - point;
+        digits += after;
+        if (after == 0) return 0;  /* "5." is left to the other parsers */
     }
-    if (after == 0 || (s[-1] == '.')) return 0;  /* "5." is left to the other parsers */
+    if (s != e || digits > 18) return 0;
     if (integer) { *i_out = negative ? -(int64_t)m : (int64_t)m; return 1; }
     if (m > (UINT64_C(1) << 53) || after > 22) return 0;
     double v = after > 0 ? (double)m / POW10[after] : (double)m;

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ndcg_plugin import ranking, read, speedups
@@ -465,3 +465,21 @@ def test_keys_sorted_query_by_query_in_c_as_by_numpys_stable_sort(pairs, in_orde
     bare = np.array([k for _, k in pairs], dtype=np.uint64)  # keys that need not grow with the codes
     found = speedups.sort_runs(bare, codes)
     assert found is None or found.tolist() == np.argsort(bare, kind="stable").tolist()
+
+
+@built
+@settings(max_examples=1000, deadline=None)
+@given(st.text(st.sampled_from("0123456789.-+e"), min_size=1, max_size=26)
+       | st.tuples(st.sampled_from(["", "-"]), st.text(st.sampled_from("0123456789"), max_size=24),
+                   st.sampled_from(["", "."]), st.text(st.sampled_from("0123456789"), max_size=24)).map("".join)
+       .filter(bool), st.booleans())
+@example("90071992547409.93", False)  # M above 2^53: (double)M rounds, then the division rounds again
+def test_a_number_the_c_parser_takes_is_the_one_python_reads(text, integer):
+    """Any string of digits, points, signs and exponents: declined, or read as Python's int() or
+    float() reads it (the oracle), bit for bit."""
+    line = f"q 0 d {text}".encode()
+    found = speedups.parse_columns(line, 0, len(line), b" ", 4, (0, 2, 3), integer)
+    if found is not None:
+        expected = int(text) if integer else float(text)
+        assert found[2].tolist() == [expected]
+        assert integer or math.copysign(1, found[2][0]) == math.copysign(1, expected)
