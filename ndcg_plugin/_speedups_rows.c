@@ -21,6 +21,9 @@ PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
     int distinct = n >= 2 && offset_at(codes.buf, width, 0) == 0;
     uint64_t *seen = distinct ? PyMem_RawMalloc(sizeof(uint64_t) * (size_t)most) : NULL;
     if (distinct && seen == NULL) { PyErr_NoMemory(); goto done; }
+    uint64_t slot_fp[128];
+    int64_t slot_turn[128], turn = 0;
+    for (int i = 0; i < 128; i++) slot_turn[i] = 0;
     Py_BEGIN_ALLOW_THREADS
     int64_t a = 0;
     while (distinct && a < n) {
@@ -28,11 +31,16 @@ PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
         while (b < n && offset_at(codes.buf, width, b) == q) b++;
         if ((b < n && offset_at(codes.buf, width, b) != q + 1) || b - a > most) { distinct = 0; break; }
         int64_t k = b - a;
-        if (k <= 24) {  /* every pair compared, without branches: cheaper than a sort of so few */
-            int same = 0;
-            for (int64_t i = 1; i < k; i++)
-                for (int64_t j = 0; j < i; j++) same |= f[a + i] == f[a + j];
-            distinct = !same;
+        if (k <= 64) {  /* into a table of 128 slots, marked by the query's turn: no clearing */
+            turn++;
+            for (int64_t i = a; i < b && distinct; i++) {
+                uint64_t v = f[i];
+                unsigned s = (unsigned)((v * UINT64_C(0x9E3779B97F4A7C15)) >> 57);
+                while (slot_turn[s] == turn && slot_fp[s] != v) s = (s + 1) & 127;
+                if (slot_turn[s] == turn) distinct = 0;
+                slot_turn[s] = turn;
+                slot_fp[s] = v;
+            }
         } else {
             for (int64_t i = 0; i < k; i++) {  /* insertion into the sorted fingerprints seen */
                 uint64_t v = f[a + i];
