@@ -149,16 +149,17 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
     const uint8_t *d = data.buf, *last = have_prev ? prev.buf : NULL;
     const uint8_t *last_end = have_prev ? (const uint8_t *)prev.buf + prev.len : NULL;
     int64_t last_len = have_prev ? prev.len : 0;
+    /* the first 8 bytes as big-endian words first (the previous string's kept from its turn): a
+       prefix of 8 bytes or fewer is the word of the longer string, and then the shorter one */
+    uint64_t b = have_prev ? __builtin_bswap64(load_le(last, last_len < 8 ? last_len : 8, last_end)) : 0;
     Py_BEGIN_ALLOW_THREADS
     for (int64_t i = 0; i < n; i++) {
         int64_t s, len;
         if (!span_of(off.buf, width, i, data.len, &s, &len)) { bad = i; break; }
+        uint64_t a = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8, d + data.len));
         if (last == NULL) {
             code++;
-        } else {  /* the first 8 bytes as big-endian words first: a prefix of 8 bytes or fewer is
-                     the word of the longer string, and then the shorter one */
-            uint64_t a = __builtin_bswap64(load_le(d + s, len < 8 ? len : 8, d + data.len));
-            uint64_t b = __builtin_bswap64(load_le(last, last_len < 8 ? last_len : 8, last_end));
+        } else {
             int c = (a > b) - (a < b);
             if (c == 0 && len > 8 && last_len > 8) {
                 int64_t m = (len < last_len ? len : last_len) - 8;
@@ -169,6 +170,7 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
             code += c > 0;
         }
         if (item == 4) ((int32_t *)out.buf)[i] = (int32_t)code; else ((int64_t *)out.buf)[i] = code;
+        b = a;
         last = d + s;
         last_end = d + data.len;
         last_len = len;
