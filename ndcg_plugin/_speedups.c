@@ -372,6 +372,7 @@ static PyMethodDef methods[] = {
     {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},
     {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length)"},
     {"distinct_small", ndcg_distinct_small, METH_VARARGS, "distinct_small(fp, codes, width, most) -> bool"},
+    {"find_pairs", ndcg_find_pairs, METH_VARARGS, "find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count"},
     {"find_in_ranges", ndcg_find_in_ranges, METH_VARARGS, "find_in_ranges(keys, starts, codes, width, needles, out)"},
     {NULL, NULL, 0, NULL},
 };

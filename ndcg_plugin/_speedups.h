@@ -48,6 +48,7 @@ static inline int check_width(int width) {
 /* _speedups_rows.c: the loops over a block's rows (codes, keys, labels, scores) */
 PyObject *ndcg_distinct_small(PyObject *self, PyObject *args);
 PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args);
+PyObject *ndcg_find_pairs(PyObject *self, PyObject *args);
 PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args);
 PyObject *ndcg_split_sums(PyObject *self, PyObject *args);
 PyObject *ndcg_tied_rows(PyObject *self, PyObject *args);

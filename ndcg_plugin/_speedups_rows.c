@@ -298,3 +298,52 @@ done:
     PyBuffer_Release(&head); PyBuffer_Release(&length); PyBuffer_Release(&order);
     return result;
 }
+
+/* find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count: the pairs of
+   QrelsIndex.labels found among a qrels index's keys, row i's pair key made here as pair_keys
+   makes it: (codes[group[i]] << shift) | (fp[i] >> (64 - shift)), looked up among the keys of
+   its code as find_in_ranges does. The rows found (ascending) into rows, their positions into
+   at (both int64); -1 when a group or a code has no range. */
+PyObject *ndcg_find_pairs(PyObject *self, PyObject *args) {
+    Py_buffer keys, starts, group, codes, fp, rows, at;
+    int width, shift;
+    if (!PyArg_ParseTuple(args, "y*y*y*iy*y*iw*w*", &keys, &starts, &group, &width, &codes, &fp, &shift, &rows, &at))
+        return NULL;
+    PyObject *result = NULL;
+    int64_t n = fp.len / 8, nk = keys.len / 8, ns = starts.len / 8 - 1, nc = codes.len / 8, found = 0;
+    if (!check_width(width)) goto done;
+    if (group.len != n * width || rows.len != n * 8 || at.len != n * 8 || ns < 0 || shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "find_pairs: buffer sizes disagree");
+        goto done;
+    }
+    const uint64_t *k = keys.buf, *f = fp.buf;
+    const int64_t *st = starts.buf, *cm = codes.buf;
+    int64_t *ro = rows.buf, *ao = at.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < n; i++) {
+        int64_t g = offset_at(group.buf, width, i);
+        if (g < 0 || g >= nc) { ok = 0; break; }
+        int64_t c = cm[g];
+        if (c < 0 || c >= ns) { ok = 0; break; }
+        int64_t lo = st[c], end = st[c + 1], hi = end;
+        if (lo < 0 || end < lo || end > nk) { ok = 0; break; }
+        uint64_t v = ((uint64_t)c << shift) | (f[i] >> (64 - shift));
+        while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
+            int64_t mid = lo + (hi - lo) / 2;
+            if (k[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        int64_t pos = -1;  /* the key equal to v in [lo, hi] (keys are distinct) */
+        for (int64_t j = lo; j < hi; j++) pos = k[j] == v ? j : pos;
+        if (pos < 0 && hi < end && k[hi] == v) pos = hi;
+        ro[found] = i;
+        ao[found] = pos;
+        found += pos >= 0;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(ok ? found : -1);
+done:
+    PyBuffer_Release(&keys); PyBuffer_Release(&starts); PyBuffer_Release(&group); PyBuffer_Release(&codes);
+    PyBuffer_Release(&fp); PyBuffer_Release(&rows); PyBuffer_Release(&at);
+    return result;
+}

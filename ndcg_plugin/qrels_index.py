@@ -232,12 +232,36 @@ class QrelsIndex:
         else:
             keys = self.pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
             rows, at = self._found(q, keys, native)
-            ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
-                            self._doc_order[at], native)
-            rows, at = rows[ok], at[ok]
+            rows, at = self._confirmed_pairs(rows, at, docs, doc_at, native)
         judged[rows] = True
         rel[rows] = self.rel[at]
         return judged, rel
+
+    def labels_by_group(self, group: np.ndarray, codes: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None,
+                        doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`labels` of the query codes ``codes[group]`` (``codes``: int64, each local query's
+        code), without making them: ``native``, by one C loop when it is built that makes each
+        pair key and looks it up (:func:`ndcg_plugin.speedups.find_pairs`; the same pairs)."""
+        n = len(group)
+        found = None
+        if native and not self.exact and doc_fp is not None and n and len(self.keys):
+            starts = self.memo(("code starts",), self._code_starts)
+            found = speedups.find_pairs(self.keys, starts, group, codes, doc_fp, self._shift)
+        if found is None:
+            return self.labels(codes[group], docs, doc_fp, doc_at, native)
+        rows, at = self._confirmed_pairs(*found, docs, doc_at, native)
+        judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+        judged[rows] = True
+        rel[rows] = self.rel[at]
+        return judged, rel
+
+    def _confirmed_pairs(self, rows: np.ndarray, at: np.ndarray, docs: Any, doc_at: np.ndarray | None,
+                         native: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs (rows, positions in ``keys``) found by their keys whose doc ids are the
+        index's own, compared as strings (a fingerprint is not the id)."""
+        ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
+                        self._doc_order[at], native)
+        return rows[ok], at[ok]
 
     def _found(self, q: np.ndarray, keys: np.ndarray, native: bool) -> tuple[np.ndarray, np.ndarray]:
         """(rows, positions in ``keys``) of the pair keys the index holds (query codes ``q``)."""

@@ -138,7 +138,8 @@ class Rows:
     def judge(self, index: QrelsIndex) -> Rows:
         """Look each (query, doc) pair up in the qrels: sets ``rel`` (0 where unjudged) and ``judged``."""
         if self.rel is None:
-            self.judged, self.rel = index.labels(self.q, self.docs, self.doc_fp, self.doc_at)
+            self.judged, self.rel = index.labels_by_group(self.group, self.codes.astype(np.int64, copy=False),
+                                                          self.docs, self.doc_fp, self.doc_at)
         return self
 
 

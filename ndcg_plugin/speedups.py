@@ -123,6 +123,21 @@ def find_in_ranges(keys: np.ndarray, starts: np.ndarray, codes: np.ndarray, need
     return out
 
 
+def find_pairs(keys: np.ndarray, starts: np.ndarray, group: np.ndarray, codes: np.ndarray, fp: np.ndarray,
+               shift: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, positions among ``keys``) of the pairs found, as :func:`find_in_ranges` finds the pair
+    keys ``(codes[group] << shift) | (fp >> (64 - shift))`` among their code's keys (the rows
+    ascending); None when a group or a code has no range, or when the C loops are not at hand."""
+    g = _codes(group)
+    if not available() or g is None or keys.dtype != np.uint64 or fp.dtype != np.uint64 or len(g) != len(fp) \
+            or codes.dtype != np.int64 or not 1 <= shift <= 63:
+        return None
+    rows, at = np.empty(len(fp), dtype=np.int64), np.empty(len(fp), dtype=np.int64)
+    count = _C.find_pairs(np.ascontiguousarray(keys), np.ascontiguousarray(starts, dtype=np.int64), g, g.itemsize,
+                          np.ascontiguousarray(codes), np.ascontiguousarray(fp), shift, rows, at)
+    return None if count < 0 else (rows[:count], at[:count])
+
+
 def empty_field(data: bytes, start: int, end: int, delimiter: bytes, first_column: bool, has_cr: bool) -> bool | None:
     """:func:`ndcg_plugin.reading.columnar.empty_field` on ``data[start:end]``; None when the C
     loops are not at hand."""

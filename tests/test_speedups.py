@@ -287,6 +287,18 @@ def test_labels_looked_up_in_c_equal_numpys(judgments, probes):
     docs = docs.take(pa.array(known))
     mine, theirs = index.labels(codes[known], docs), index.labels(codes[known], docs, native=False)
     assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
+    # by local query codes (a block's queries: group codes and each one's qrels code), the pair
+    # keys made and looked up in one C loop, also through doc_at (the rows of a cut run)
+    local, group = np.unique(codes[known], return_inverse=True)
+    local, group = local[::-1].copy(), len(local) - 1 - group  # local codes that are not the qrels codes
+    for dtype in (np.int32, np.int64):
+        g = group.astype(dtype)
+        by_group = index.labels_by_group(g, local.astype(np.int64), docs, fingerprints(docs))
+        assert by_group[0].tolist() == theirs[0].tolist() and by_group[1].tolist() == theirs[1].tolist()
+    spread = pa.chunked_array([pa.array([x for d in docs.to_pylist() for x in ("zz", d)], type=pa.large_string())])
+    at = np.arange(len(docs), dtype=np.int64) * 2 + 1
+    by_group = index.labels_by_group(group, local.astype(np.int64), spread, fingerprints(docs), at)
+    assert by_group[0].tolist() == theirs[0].tolist() and by_group[1].tolist() == theirs[1].tolist()
 
 
 @built
