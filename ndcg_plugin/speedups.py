@@ -1,9 +1,11 @@
-"""Optional C loops (``ndcg_plugin/_speedups.c`` and ``_speedups_rows.c``) for the passes that
-cost most on recommendation logs: the reading of blocks in the simplest form, string
-fingerprints and heads, group codes of sorted ids, the scan of a block for empty fields, the
-check that no short query holds a doc twice, the lookup of (query, doc) keys among a query's
-judgments and the confirmation of a match on the strings, the IDCG by label, the order of a
-ranked run's ties, and the exact sums of the aggregates.
+"""Optional C loops (``ndcg_plugin/_speedups.c``, ``_speedups_rows.c`` and ``_speedups_ranks.c``)
+for the passes that cost most on recommendation logs: the reading of blocks in the simplest
+form, string fingerprints and heads, group codes of sorted ids, the scan of a block for empty
+fields, the check that no short query holds a doc twice, the sort of a qrels index's keys query
+by query, the lookup of (query, doc) keys among a query's judgments (the keys made from a block's
+local query codes) and the confirmation of a match on the strings, the top rows of a ranked run,
+the order of its ties, its rows ranked and cut at the depth, the DCG and the IDCG of both gains,
+and the exact sums of the aggregates.
 
 A numpy pass over a block reads and writes whole arrays once per step; on logs (10^6 users,
 short lists) the engine's steps each cost a few nanoseconds a row, and their number is what
