@@ -101,6 +101,9 @@ def _increasing(ids: pa.Array) -> bool:
     return bool(pc.all(pc.greater(ids.slice(1), ids.slice(0, len(ids) - 1))).as_py())
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 class QrelsIndex:
     """Qrels prepared once, reusable for any number of runs: query ids sorted as strings
     (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
@@ -224,18 +227,15 @@ class QrelsIndex:
         if doc_at is not None and (self.exact or doc_fp is None):
             docs, doc_at = take_sorted(as_arrow_strings(docs), doc_at), None
         n = len(q)
-        judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
         if n == 0 or len(self.keys) == 0:
-            return judged, rel
+            return self._labelled(n, _NONE, _NONE)
         if self.exact:
             at, rows = self._exact_positions(q, docs)
         else:
             keys = self.pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
             rows, at = self._found(q, keys, native)
             rows, at = self._confirmed_pairs(rows, at, docs, doc_at, native)
-        judged[rows] = True
-        rel[rows] = self.rel[at]
-        return judged, rel
+        return self._labelled(n, rows, at)
 
     def labels_by_group(self, group: np.ndarray, codes: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None,
                         doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -249,7 +249,10 @@ class QrelsIndex:
             found = speedups.find_pairs(self.keys, starts, group, codes, doc_fp, self._shift)
         if found is None:
             return self.labels(codes[group], docs, doc_fp, doc_at, native)
-        rows, at = self._confirmed_pairs(*found, docs, doc_at, native)
+        return self._labelled(n, *self._confirmed_pairs(*found, docs, doc_at, native))
+
+    def _labelled(self, n: int, rows: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(judged, label) of ``n`` pairs, of which ``rows`` are the judgments at ``at``."""
         judged, rel = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
         judged[rows] = True
         rel[rows] = self.rel[at]
