@@ -60,6 +60,19 @@ done:
     return result;
 }
 
+/* The position of key v among the sorted, distinct keys k[lo:end], or -1: a bisection down to 8
+   keys, then a scan of so few keys without a branch (its length repeats over a query's rows). */
+static inline int64_t key_in_range(const uint64_t *k, int64_t lo, int64_t end, uint64_t v) {
+    int64_t hi = end;
+    while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (k[mid] < v) lo = mid + 1; else hi = mid;
+    }
+    int64_t at = -1;
+    for (int64_t j = lo; j < hi; j++) at = k[j] == v ? j : at;
+    return at < 0 && hi < end && k[hi] == v ? hi : at;
+}
+
 /* find_in_ranges(keys, starts, codes, width, needles, out): out[i] = the position of needles[i]
    in keys[starts[c]:starts[c + 1]] (c = codes[i]; sorted, distinct uint64 keys), or -1. */
 PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
@@ -80,18 +93,9 @@ PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
     for (int64_t i = 0; i < n; i++) {
         int64_t c = offset_at(codes.buf, width, i);
         if (c < 0 || c >= ns) { bad = i; break; }
-        int64_t lo = st[c], end = st[c + 1], hi = end;
+        int64_t lo = st[c], end = st[c + 1];
         if (lo < 0 || end < lo || end > nk) { bad = i; break; }
-        uint64_t v = x[i];
-        while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
-            int64_t mid = lo + (hi - lo) / 2;
-            if (k[mid] < v) lo = mid + 1; else hi = mid;
-        }
-        int64_t at = -1;  /* the key equal to v in [lo, hi] (keys are distinct): a scan of so few
-                             keys without a branch, whose length repeats over a query's rows */
-        for (int64_t j = lo; j < hi; j++) at = k[j] == v ? j : at;
-        if (at < 0 && hi < end && k[hi] == v) at = hi;
-        o[i] = at;
+        o[i] = key_in_range(k, lo, end, x[i]);
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
@@ -326,16 +330,9 @@ PyObject *ndcg_find_pairs(PyObject *self, PyObject *args) {
         if (g < 0 || g >= nc) { ok = 0; break; }
         int64_t c = cm[g];
         if (c < 0 || c >= ns) { ok = 0; break; }
-        int64_t lo = st[c], end = st[c + 1], hi = end;
+        int64_t lo = st[c], end = st[c + 1];
         if (lo < 0 || end < lo || end > nk) { ok = 0; break; }
-        uint64_t v = ((uint64_t)c << shift) | (f[i] >> (64 - shift));
-        while (hi - lo > 8) {  /* the first key >= v lies in [lo, hi] */
-            int64_t mid = lo + (hi - lo) / 2;
-            if (k[mid] < v) lo = mid + 1; else hi = mid;
-        }
-        int64_t pos = -1;  /* the key equal to v in [lo, hi] (keys are distinct) */
-        for (int64_t j = lo; j < hi; j++) pos = k[j] == v ? j : pos;
-        if (pos < 0 && hi < end && k[hi] == v) pos = hi;
+        int64_t pos = key_in_range(k, lo, end, ((uint64_t)c << shift) | (f[i] >> (64 - shift)));
         ro[found] = i;
         ao[found] = pos;
         found += pos >= 0;
