@@ -16,9 +16,8 @@ from .measures import parse_measures
 from .measures.hitrate import HitRate, HitRate_item
 from .measures.mrr import MRR_ignore, MRR_zero
 from .measures.ndcg import NDCG_exp, NDCG_lin
-from .trec_eval_check import crosscheck  # the module (trec_eval_check) has its own name: no clash
-
-__version__ = "0.1.0"
+from .trec_eval.check import crosscheck  # the module (trec_eval.check) has its own name: no clash
+from .version import __version__
 
 
 def register(serve_builtins: bool = False) -> None:

@@ -9,7 +9,7 @@ An :class:`Evaluation` is planned once, when it is made:
   allow), else to the first provider of ir-measures' DefaultPipeline that supports it; or every
   measure to one provider the caller names;
 - whether the run streams is decided once: a run file (not standard input) is evaluated as it
-  streams (:func:`ndcg_plugin.stream.compute_file`, memory bounded by the block size) when the
+  streams (:func:`ndcg_plugin.engine.stream.compute_file`, memory bounded by the block size) when the
   engine computes every measure; its reading starts at once, on a worker thread, so the first
   blocks parse while the qrels are read. Otherwise the run is read whole.
 
@@ -27,9 +27,9 @@ from typing import Any
 import ir_measures
 from ir_measures import Metric
 
-from .aggregate import aggregate_arrays, per_query_values
 from .errors import BLOCK_BYTES, InputError
 from .measures import PluginMeasure, registry, spec_of
+from .measures.aggregate import aggregate_arrays, per_query_values
 
 #: the name of the plugin's engine among ir-measures' providers
 ENGINE = "ndcg_plugin"
@@ -96,7 +96,7 @@ def qrels_queries(qrels: Any):
     """The distinct query ids of a qrels table (an Arrow array)."""
     import pyarrow.compute as pc
 
-    from .columns import columns_of
+    from .arrays.columns import columns_of
     return pc.unique(columns_of(qrels, "relevance")[0])
 
 
@@ -107,7 +107,7 @@ def refuse_crashing_queries(qrels: Any, measures: list, source: str = "qrels") -
     qrels are never handed to them."""
     import numpy as np
 
-    from .columns import columns_of, group_codes
+    from .arrays.columns import columns_of, group_codes
     qids, _, rel = columns_of(qrels, "relevance")
     rel = np.asarray(rel, dtype=np.int64)
     if not np.any(rel < 0):
@@ -144,11 +144,11 @@ def engine_values(index, run, measures: Iterable, groups: tuple | None = None, d
     """The engine's per-query values (``aggregate.Values`` over ``index.qids``) of each measure on
     a run table (``groups``: its ``columns.group_codes``, if the reader gave them) or a run file
     opened for streaming (:class:`ndcg_plugin.reading.ahead.RunFile`)."""
-    from . import engine
+    from .engine import block as engine
     from .reading.ahead import RunFile
     specs = {m: spec_of(m) for m in measures}
     if isinstance(run, RunFile):
-        from .stream import compute_file
+        from .engine.stream import compute_file
         results = compute_file(index, run, specs.values(), duplicates=duplicates)
     else:
         results = engine.compute_in_blocks(index, run, specs.values(), groups=groups)
@@ -268,7 +268,7 @@ class Evaluation:
         qrels = self.read_qrels(qrels)
         index = None
         if self.mine:
-            from .qrels_index import QrelsIndex
+            from .ranking.qrels_index import QrelsIndex
             index = QrelsIndex(qrels)
         run, groups = self.run, None
         if not self.streams and reading.is_file_like(run):
@@ -289,11 +289,11 @@ class Evaluation:
         return out
 
     def _side_by_side(self, qrels: Any, per_query: bool) -> Results | None:
-        """The run and a qrels file streamed side by side (:mod:`ndcg_plugin.side_by_side`), or None
+        """The run and a qrels file streamed side by side (:mod:`ndcg_plugin.engine.side_by_side`), or None
         when they are not both sorted in one order: the run, if its blocks were taken, is then
         opened again, to be read from its start the other way."""
-        from . import side_by_side
-        from .aggregate import Aggregates
+        from .engine import side_by_side
+        from .measures.aggregate import Aggregates
         from .reading.ahead import RunFile
         sink = Aggregates({m: spec_of(m) for m in self.mine}, keep=per_query)
         try:

@@ -34,7 +34,7 @@ from .measures import PluginMeasure, registry, spec_of
 
 if TYPE_CHECKING:
 
-    from .qrels_index import QrelsIndex
+    from .ranking.qrels_index import QrelsIndex
 
 
 # A qrels query with no judgments (``{"q2": {}}``) is a qrels query without a relevant
@@ -46,7 +46,7 @@ _NO_JUDGMENT_DOC, _NO_JUDGMENT_LABEL = "", -1
 
 
 class NdcgPluginProvider(Provider):
-    """Computes the plugin's measures on columnar arrays (see :mod:`ndcg_plugin.engine`).
+    """Computes the plugin's measures on columnar arrays (see :mod:`ndcg_plugin.engine.block`).
 
     ``duplicates`` ("error", "first" or "max") is applied to repeated (query, doc) pairs in
     qrels and runs; ``run_format`` ("auto", "trec", "msmarco") to run files given by path.
@@ -70,7 +70,7 @@ class NdcgPluginProvider(Provider):
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
         from . import reading  # imported on use: `import ndcg_plugin` stays light
-        from .qrels_index import QrelsIndex
+        from .ranking.qrels_index import QrelsIndex
         measures = list(dict.fromkeys(measures))
         for m in measures:
             _check(m)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def load_bench():

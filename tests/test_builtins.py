@@ -263,7 +263,7 @@ def test_served_builtins_equal_pytrec_eval_where_docs_say_they_do():
 
 def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, capsys):
     # issue 9, item 5: RR@10 beside MRR_zero@10 in the CLI, both by the plugin's engine
-    from ndcg_plugin.cli import main
+    from ndcg_plugin.cli.commands import main
     (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 5.0 t\nq1 Q0 d2 2 5.0 t\n")
     assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "MRR_zero@10", "nDCG@2", "P@1"]) == 0

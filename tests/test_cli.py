@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ndcg_plugin.cli import main
-from ndcg_plugin.trec_eval_check import Row
-
-from . import helpers
-from .conftest import EXAMPLES, shared_file
+from ndcg_plugin.cli.commands import main
+from ndcg_plugin.trec_eval.check import Row
+from tests import helpers
+from tests.conftest import EXAMPLES, shared_file
 
 DATA = Path(__file__).parent / "data"
 SIX = ["NDCG_lin@5", "NDCG_exp@5", "HitRate@3", "HitRate_item@3", "MRR_zero@3", "MRR_ignore@3"]
@@ -97,7 +96,7 @@ def test_measures_subcommand_lists_parameters(capsys):
 
 
 def test_crosscheck_exit_status_1_on_a_mismatch(monkeypatch, capsys):
-    import ndcg_plugin.cli as cli
+    import ndcg_plugin.cli.commands as cli
     monkeypatch.setattr(cli, "run_crosscheck", lambda *a, **k: [Row("NDCG_lin@10", 0.5, 0.4, 0.1, "MISMATCH")])
     assert main(["crosscheck", str(DATA / "tiny.qrels"), str(DATA / "tiny.run")]) == 1
     out, err = capsys.readouterr()
@@ -120,7 +119,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli import ProgressBar
+    from ndcg_plugin.cli.commands import ProgressBar
 
     class Tty(stdio.StringIO):
         def isatty(self):
@@ -170,7 +169,7 @@ def test_progress_bar_counts_bytes_read_and_closes(tmp_path):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli import ProgressBar
+    from ndcg_plugin.cli.commands import ProgressBar
 
     run = tmp_path / "run"
     run.write_text("".join(f"q{i // 50} Q0 d{i} 0 {i} t\n" for i in range(2000)))
@@ -187,7 +186,7 @@ def test_no_progress_output_when_stderr_is_not_a_terminal():
 
 
 def test_crosscheck_prints_enough_digits_to_show_why_values_match():
-    from ndcg_plugin.trec_eval_check import format_rows
+    from ndcg_plugin.trec_eval.check import format_rows
     line = format_rows([Row("MRR_zero@10", 0.583349, 0.583351, 2e-6, "match")], 4).splitlines()[1]
     assert "0.58335" in line and "0.5833 " not in line and "0.5834" not in line  # not '0.5833 vs 0.5834 match'
     mismatch = format_rows([Row("MRR_zero@10", 0.5, 0.4, 0.1, "MISMATCH")], 4).splitlines()[1]
@@ -221,7 +220,7 @@ def test_compare_says_what_to_do_with_m_first_or_one_run():
                                      ["explain", "--query", "19335", "-m", "NDCG_lin@10"],
                                      ["eval", "NDCG_lin@10", "MRR_zero@10"]])
 def test_qrels_as_a_dataset_id_reads_the_same_as_the_file(command, tmp_path, capsys):
-    from .conftest import msmarco_file
+    from tests.conftest import msmarco_file
     qrels_file = msmarco_file("qrels.dl19-passage.txt")
     run = tmp_path / "run"
     lines = qrels_file.read_text().splitlines()[:300]
@@ -327,7 +326,7 @@ def test_crosscheck_the_function_and_its_module_have_different_names():
     import importlib
 
     import ndcg_plugin
-    module = importlib.import_module("ndcg_plugin.trec_eval_check")
+    module = importlib.import_module("ndcg_plugin.trec_eval.check")
     assert callable(ndcg_plugin.crosscheck) and ndcg_plugin.crosscheck is module.crosscheck
     assert ndcg_plugin.crosscheck is module.crosscheck  # importing the module does not replace the function
 
@@ -344,7 +343,7 @@ def test_the_command_sets_the_switch_interval_freezes_the_gc_and_exits_with_main
             "runpy.run_module('ndcg_plugin', run_name='__main__')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == status, proc.stderr
-    from ndcg_plugin.cli import SWITCH_INTERVAL
+    from ndcg_plugin.cli.commands import SWITCH_INTERVAL
     assert proc.stderr.strip().endswith(f"switch {SWITCH_INTERVAL} frozen True")
     assert main(["measures"]) == 0 and sys.getswitchinterval() != SWITCH_INTERVAL  # main() leaves it alone
     if status == 0:
@@ -393,7 +392,7 @@ def test_mistakes_end_in_one_clear_line(tmp_path, argv, words):
 @pytest.mark.parametrize("text,size", [("0", 0), ("64", 64), ("512k", 512 * 1024), ("512KiB", 512 * 1024),
                                        ("8M", 8 * 1024 * 1024), ("8mib", 8 * 1024 * 1024), ("1G", 1024 ** 3)])
 def test_block_sizes_take_binary_units(text, size):
-    from ndcg_plugin.cli_parser import build_parser
+    from ndcg_plugin.cli.parser import build_parser
     assert build_parser().parse_args(["eval", "q", "r", "RR", "--block-size", text]).block_size == size
 
 

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin.columns import empty_strings, from_numpy, group_codes, heads, query_pieces, slice_groups, to_numpy
+from ndcg_plugin.arrays.columns import (
+    empty_strings,
+    from_numpy,
+    group_codes,
+    heads,
+    query_pieces,
+    slice_groups,
+    to_numpy,
+)
 
 TYPES = {"int32": (pa.int32(), st.integers(-2**31, 2**31 - 1)), "int64": (pa.int64(), st.integers(-2**63, 2**63 - 1)),
          "float64": (pa.float64(), st.floats(allow_nan=False)), "bool": (pa.bool_(), st.booleans())}

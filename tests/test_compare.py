@@ -9,10 +9,9 @@ import pytrec_eval
 from scipy import stats
 
 from ndcg_plugin import compare as cmp
-from ndcg_plugin import compare_writers as writers
-from ndcg_plugin.cli import main
-
-from .conftest import msmarco_file
+from ndcg_plugin.cli.commands import main
+from ndcg_plugin.compare import writers
+from tests.conftest import msmarco_file
 
 
 def dl19_runs(tmp_path):

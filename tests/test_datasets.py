@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ndcg_plugin import datasets
-
-from .conftest import msmarco_file
-from .helpers import run_cli
+from ndcg_plugin.datasets import load as datasets
+from tests.conftest import msmarco_file
+from tests.helpers import run_cli
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 
@@ -107,7 +106,7 @@ def test_seed_writes_through_a_temporary_file_with_readable_permissions(tmp_path
     # in a process of its own: ir-datasets reads IR_DATASETS_HOME once, at import
     script = f"""
 import os
-from ndcg_plugin import dataset_seed, datasets
+from ndcg_plugin.datasets import load as datasets, seed as dataset_seed
 os.umask(0o022)
 placed = list(dataset_seed.seed({DL19!r}, qrels={str(msmarco_file("qrels.dl19-passage.txt"))!r}))
 print(oct(placed[0].path.stat().st_mode & 0o777), sorted(p.name for p in placed[0].path.parent.iterdir()))

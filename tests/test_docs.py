@@ -4,9 +4,8 @@ from __future__ import annotations
 import pytest
 
 from ndcg_plugin.docs import measures_markdown
-
-from .conftest import ROOT
-from .helpers import run_cli
+from tests.conftest import ROOT
+from tests.helpers import run_cli
 
 
 def test_measures_page_is_generated_from_the_measures():
@@ -27,7 +26,7 @@ def _help(argv: list[str]) -> str:
     import contextlib
     import io
 
-    from ndcg_plugin.cli import main
+    from ndcg_plugin.cli.commands import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from . import helpers
-from .conftest import closed_port, msmarco_file
+from tests import helpers
+from tests.conftest import closed_port, msmarco_file
 
 DATASET = "ndcg-plugin-test/served"
 
@@ -37,7 +37,7 @@ cache = str(ir_datasets.util.home_path() / "ndcg-plugin-test" / "qrels")
 download = Download([RequestsDownload(url)], expected_md5=md5, cache_path=cache)
 ir_datasets.registry.register({DATASET!r}, Dataset(TrecQrels(download, {{0: "not relevant", 1: "relevant"}})))
 
-from ndcg_plugin.cli import main
+from ndcg_plugin.cli.commands import main
 sys.exit(main(argv))
 """
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin.columns import fingerprints, group_codes
+from ndcg_plugin.arrays.columns import fingerprints, group_codes
 from ndcg_plugin.reading import duplicates
 
 

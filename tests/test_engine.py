@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-
-from .helpers import qrels_df, ranked, run_df
+from tests.helpers import qrels_df, ranked, run_df
 
 
 def per_query(measure, qrels, run) -> dict:
@@ -259,13 +258,13 @@ def test_inputs_are_not_modified():
        st.sampled_from([None, 1, 3, 10]), st.sampled_from(["linear", "exp"]))
 def test_ideal_dcg_from_the_shared_label_order_equals_the_sort_of_gains(rows, cutoff, variant):
     # the IDCG the variants take from one ideal order by label (ndcg.ideal_by_label, or the C loop
-    # of ndcg_plugin.speedups when built) against the variant's own sort of its gains
+    # of ndcg_plugin.arrays.speedups when built) against the variant's own sort of its gains
     # (ndcg.ideal_dcg): bit for bit, rows in any order
     import numpy as np
 
     from ndcg_plugin.measures import ndcg
     from ndcg_plugin.measures.base import Spec
-    from ndcg_plugin.qrels_index import QrelsIndex
+    from ndcg_plugin.ranking.qrels_index import QrelsIndex
 
     rows = rows + [(7, (i * 7) % 11 - 1) for i in range(50)]  # and a query of 50 judgments (44 positive)
     judgments = list({(f"q{q}", f"d{i}"): rel for i, (q, rel) in enumerate(rows)}.items())
@@ -289,9 +288,9 @@ def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, r
     # differently (judged_only, ideal='run', ties='average')
     import numpy as np
 
-    from ndcg_plugin import engine
+    from ndcg_plugin.engine import block as engine
     from ndcg_plugin.measures import spec_of
-    from ndcg_plugin.qrels_index import QrelsIndex
+    from ndcg_plugin.ranking.qrels_index import QrelsIndex
 
     qrels = ndcg_plugin.read(qrels_df(list({(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", r)
                                             for q, d, r in judgments}.values()) or [("q0", "d0", 1)]), "qrels")
@@ -326,9 +325,9 @@ def test_a_block_of_every_qrels_query_gives_the_values_scattered_over_the_empty_
     # stands for: the same doubles and dtypes, for every family and the variants that rank apart
     import numpy as np
 
-    from ndcg_plugin import engine
+    from ndcg_plugin.engine import block as engine
     from ndcg_plugin.measures import spec_of
-    from ndcg_plugin.qrels_index import QrelsIndex
+    from ndcg_plugin.ranking.qrels_index import QrelsIndex
 
     judged = {(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", r) for q, d, r in judgments}
     pairs = {(f"q{q}", f"d{d}"): (f"q{q}", f"d{d}", s) for q, d, s in rows}

@@ -1,4 +1,4 @@
-"""Exact sums (ndcg_plugin.exact) against Python's fractions: correctly rounded, whatever the order
+"""Exact sums (ndcg_plugin.arrays.exact) against Python's fractions: correctly rounded, whatever the order
 or the cut into pieces, also for subnormals, negatives, zeros and sums beyond the largest double."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin.aggregate import ExactMeanAgg, MicroAgg, NanSkipMeanAgg, aggregate_arrays
-from ndcg_plugin.exact import ExactSum, exact_mean, integer_sum, ratio, split_sums
+from ndcg_plugin.arrays.exact import ExactSum, exact_mean, integer_sum, ratio, split_sums
+from ndcg_plugin.measures.aggregate import ExactMeanAgg, MicroAgg, NanSkipMeanAgg, aggregate_arrays
 from ndcg_plugin.measures.ndcg import NDCG_lin
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)

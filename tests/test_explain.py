@@ -8,12 +8,11 @@ from math import log2
 import ir_measures
 import pytest
 
-from ndcg_plugin import engine
-from ndcg_plugin.cli import main
-from ndcg_plugin.explain import explain
+from ndcg_plugin.cli.commands import main
+from ndcg_plugin.cli.explain import explain
+from ndcg_plugin.engine import block as engine
 from ndcg_plugin.measures import spec_of
-
-from .helpers import qrels_df, run_df
+from tests.helpers import qrels_df, run_df
 
 
 def tutorial():

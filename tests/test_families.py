@@ -12,16 +12,15 @@ import pytest
 from ir_measures.measures.base import ParamInfo
 
 import ndcg_plugin
-from ndcg_plugin import engine
-from ndcg_plugin.aggregate import Values
+from ndcg_plugin.cli.explain import explain
 from ndcg_plugin.docs import measures_markdown
+from ndcg_plugin.engine import block as engine
+from ndcg_plugin.engine.stream import compute_file
 from ndcg_plugin.errors import Unsupported
 from ndcg_plugin.evaluation import Evaluation, route
-from ndcg_plugin.explain import explain
 from ndcg_plugin.measures import Family, PluginMeasure, Spec, add_family, families, family, measures, spec_of
-from ndcg_plugin.stream import compute_file
-
-from .helpers import qrels_df, run_df
+from ndcg_plugin.measures.aggregate import Values
+from tests.helpers import qrels_df, run_df
 
 QRELS = qrels_df([("q1", "a", 2), ("q1", "b", 0), ("q1", "c", 1), ("q2", "d", 1), ("q3", "e", 3)])
 RUN = run_df([("q1", "a", 0.5), ("q1", "b", 3.0), ("q1", "c", 2.0), ("q1", "x", 2.0), ("q2", "y", 1.0),

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLES, msmarco_file
-from .helpers import run_cli
+from tests.conftest import EXAMPLES, msmarco_file
+from tests.helpers import run_cli
 
 QRELS, RUN = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
 
@@ -161,7 +161,7 @@ def test_seed_reads_a_file_as_its_content_never_as_a_path(tmp_path, content):
 
 
 def test_a_write_error_while_seeding_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
-    from ndcg_plugin import dataset_seed
+    from ndcg_plugin.datasets import seed as dataset_seed
     from ndcg_plugin.errors import DatasetError
 
     def full(fd, mode):  # the disk fills while the temporary file is written
@@ -231,7 +231,7 @@ elif point == "parse":
     columnar.parse_block = failing(columnar.parse_block)
     lines.parse_lines = failing(lines.parse_lines)
 elif point == "evaluate":
-    from ndcg_plugin import engine
+    from ndcg_plugin.engine import block as engine
     engine.compute = failing(engine.compute)
     engine.compute_block = failing(engine.compute_block)
 elif point == "spark-evaluate":
@@ -241,7 +241,7 @@ elif point == "write":
     real_write = sys.stdout.write
     sys.stdout.write = failing(real_write)
 sys.argv = ["ndcg-plugin"] + sys.argv[4:]
-from ndcg_plugin.cli import run
+from ndcg_plugin.cli.commands import run
 run()
 """
 

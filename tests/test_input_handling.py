@@ -12,9 +12,8 @@ import pytest
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-
-from .conftest import shared_file
-from .helpers import qrels_df, run_cli, run_df
+from tests.conftest import shared_file
+from tests.helpers import qrels_df, run_cli, run_df
 
 DATA = Path(__file__).parent / "data"
 GOOD_RUN = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n"

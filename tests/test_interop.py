@@ -10,8 +10,7 @@ import pytest
 import pytrec_eval
 
 import ndcg_plugin
-
-from .helpers import run_cli
+from tests.helpers import run_cli
 
 QRELS = "q1 0 d1 1\nq1 0 d2 2\nq2 0 d3 1\nq3 0 d9 1\n"
 RUN = "q1 Q0 d2 1 3.0 r\nq1 Q0 d1 2 2.0 r\nq1 Q0 d5 3 1.0 r\nq2 Q0 d4 1 2.0 r\nq2 Q0 d3 2 1.0 r\n"

@@ -127,7 +127,7 @@ def test_duplicate_check_confirms_fingerprint_collisions_on_strings(monkeypatch)
 def test_fingerprints_equal_for_equal_strings_wherever_stored():
     import pandas as pd
 
-    from ndcg_plugin.columns import fingerprints
+    from ndcg_plugin.arrays.columns import fingerprints
 
     values = ["a", "", "ab", "ba", "é", "ab", "x" * 100, "a"]
     f = fingerprints(values)
@@ -159,7 +159,7 @@ def _fingerprint_by_hand(text: str) -> int:
 def test_fingerprints_match_their_definition_at_every_offset(values, skip):
     import pyarrow as pa
 
-    from ndcg_plugin.columns import fingerprints
+    from ndcg_plugin.arrays.columns import fingerprints
 
     arr = pa.array(values, type=pa.large_string()).slice(min(skip, len(values) - 1))
     assert fingerprints(arr).tolist() == [_fingerprint_by_hand(v) for v in arr.to_pylist()]
@@ -168,7 +168,7 @@ def test_fingerprints_match_their_definition_at_every_offset(values, skip):
 def test_fingerprints_on_two_threads_equal_those_on_one(monkeypatch):
     import pyarrow as pa
 
-    from ndcg_plugin import columns
+    from ndcg_plugin.arrays import columns
 
     values = [f"doc-{i * 7919 % 100_003}" + "x" * (i % 13) for i in range(50_000)]
     arr = pa.chunked_array([pa.array(values[:20_000], type=pa.large_string()),
@@ -312,7 +312,7 @@ def test_duplicates_in_grouped_queries_of_several_small_sizes_are_found_exactly(
 
     import pyarrow as pa
 
-    from ndcg_plugin.columns import fingerprints, group_codes
+    from ndcg_plugin.arrays.columns import fingerprints, group_codes
     from ndcg_plugin.reading import duplicates
 
     qids = [f"q{i}" for i, docs in enumerate(queries) for _ in docs]

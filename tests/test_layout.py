@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from ndcg_plugin.measures import families, measures
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 PACKAGE = ROOT / "ndcg_plugin"
 MODULES = sorted(PACKAGE.rglob("*.py"))

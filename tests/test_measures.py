@@ -10,7 +10,7 @@ import pytest
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-from ndcg_plugin.aggregate import ItemValue, MicroAgg
+from ndcg_plugin.measures.aggregate import ItemValue, MicroAgg
 
 NAMES = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore"]
 

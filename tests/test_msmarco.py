@@ -7,8 +7,8 @@ from collections import defaultdict
 
 import pytest
 
-from .conftest import msmarco_file
-from .helpers import run_cli
+from tests.conftest import msmarco_file
+from tests.helpers import run_cli
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 DEV = "msmarco-passage/dev/small"

@@ -21,8 +21,7 @@ from ndcg_plugin import HitRate_item, InputError, MRR_zero, NDCG_exp, NDCG_lin, 
 from ndcg_plugin.reading import read_columns
 from ndcg_plugin.reading.ahead import RunFile
 from ndcg_plugin.reading.parquet import is_parquet
-
-from .helpers import run_cli
+from tests.helpers import run_cli
 
 MEASURES = [NDCG_exp @ 10, NDCG_lin @ 3, HitRate_item @ 5, MRR_zero @ 10]
 
@@ -360,9 +359,9 @@ def test_a_streamed_parquet_run_in_small_pieces_equals_it_read_whole(tmp_path_fa
 def test_a_streamed_parquet_run_with_a_mapping_is_read_again_whole_with_it(tmp_path):
     # queries that come back after others make the stream read the run again whole: with the
     # same column names
-    from ndcg_plugin import stream
+    from ndcg_plugin.engine import stream
     from ndcg_plugin.measures import spec_of
-    from ndcg_plugin.qrels_index import QrelsIndex  # the engine's index, as evaluation.py builds it
+    from ndcg_plugin.ranking.qrels_index import QrelsIndex  # the engine's index, as evaluation.py builds it
     path = tmp_path / "r.parquet"
     pq.write_table(pa.table({"u": ["q1", "q2", "q1"], "i": ["a", "b", "c"], "s": [1.0, 2.0, 3.0]}), path)
     index = QrelsIndex(read_columns("q1 0 c 1\nq2 0 b 1\n", "qrels"))
@@ -415,7 +414,7 @@ def test_cli_parquet_errors_are_one_line_naming_file_and_row(tmp_path):
 def test_a_streamed_parquet_eval_imports_neither_pandas_nor_pyarrow_dataset(tmp_path):
     qrels_text, _, _, run_pq = _logs(tmp_path)
     argv = ["eval", str(qrels_text), str(run_pq), "NDCG_exp@10", "--block-size", "1"]
-    code = (f"import sys; from ndcg_plugin.cli import main; rc = main({argv!r}); "
+    code = (f"import sys; from ndcg_plugin.cli.commands import main; rc = main({argv!r}); "
             "print(rc, 'pandas' in sys.modules, 'pyarrow.dataset' in sys.modules, 'pyarrow.parquet' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "0 False False True"

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-
-from .test_differential import collections
+from tests.test_differential import collections
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*no query has a value:RuntimeWarning")
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,8 +10,7 @@ import pytest
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-
-from .conftest import shared_file
+from tests.conftest import shared_file
 
 MIXED = [NDCG_exp @ 10, HitRate_item @ 10, MRR_ignore @ 10, ir_measures.nDCG @ 10, ir_measures.AP]
 

@@ -7,11 +7,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import qrels_index
-from ndcg_plugin.columns import fingerprints
-from ndcg_plugin.qrels_index import QrelsIndex
-
-from .helpers import qrels_df
+from ndcg_plugin.arrays.columns import fingerprints
+from ndcg_plugin.ranking import qrels_index
+from ndcg_plugin.ranking.qrels_index import QrelsIndex
+from tests.helpers import qrels_df
 
 
 @settings(max_examples=100, deadline=None)

@@ -11,12 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import ranking
 from ndcg_plugin.measures import Spec, family
 from ndcg_plugin.measures.ndcg import log2_discounts
-from ndcg_plugin.qrels_index import QrelsIndex
-
-from .helpers import qrels_df, run_df
+from ndcg_plugin.ranking import ranked as ranking
+from ndcg_plugin.ranking.qrels_index import QrelsIndex
+from tests.helpers import qrels_df, run_df
 
 
 @st.composite

@@ -17,10 +17,9 @@ import pytest
 from scipy import stats
 
 from ndcg_plugin import reproduce
-from ndcg_plugin import reproduce_lists as lists
-from ndcg_plugin.cli import main
-
-from .conftest import ROOT, msmarco_file
+from ndcg_plugin.cli.commands import main
+from ndcg_plugin.reproduce import lists
+from tests.conftest import ROOT, msmarco_file
 
 # --- helpers ----------------------------------------------------------------------------------------
 
@@ -585,9 +584,9 @@ def test_rbo_of_the_paper_is_the_extrapolated_one_repro_eval_computes_the_trunca
 # --- the measures: as eval computes them -----------------------------------------------------------
 
 def test_measures_per_topic_and_aggregates_equal_evals_when_evaluated_in_blocks(tmp_path, monkeypatch):
-    from ndcg_plugin import reproduce_scores
     from ndcg_plugin.evaluation import Evaluation
     from ndcg_plugin.measures import parse_measures
+    from ndcg_plugin.reproduce import scores as reproduce_scores
     qrels = reproduce_scores.read_qrels(msmarco_file("qrels.dl19-passage.txt"))
     topics = reproduce_scores.topics_of(qrels)
     lines = msmarco_file("run.dl19-passage.bm25.trec").read_text().splitlines(keepends=True)
@@ -817,9 +816,9 @@ def test_ids_short_in_one_run_and_long_in_the_other_are_coded_alike(tmp_path):
 
 
 def test_the_plugins_six_measures_in_a_report_are_evals_numbers(tmp_path):
-    from ndcg_plugin import reproduce_scores
     from ndcg_plugin.evaluation import Evaluation
     from ndcg_plugin.measures import parse_measures
+    from ndcg_plugin.reproduce import scores as reproduce_scores
     f = dl19_reproduction(tmp_path)
     six = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item(rel=2)@10", "MRR_zero@10", "MRR_ignore(rel=2)@10"]
     frame = reproduce.runs(f["qrels"], f["ob"], f["oa"], f["rb"], f["ra"], six, cutoffs=[10])

@@ -1,4 +1,4 @@
-"""The qrels streamed beside the run (ndcg_plugin.side_by_side) against the run read whole
+"""The qrels streamed beside the run (ndcg_plugin.engine.side_by_side) against the run read whole
 (--block-size 0): the same output byte for byte, -q included, the same warnings and the same
 error, on random interaction logs sorted by user in string order, in numeric order, or not at
 all (then the other way is taken); and the qrels index's fast lookups against its exact ones."""
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import columns, read
-from ndcg_plugin.cli import main
-from ndcg_plugin.qrels_index import QrelsIndex
-
-from .helpers import qrels_df
+from ndcg_plugin import read
+from ndcg_plugin.arrays import columns
+from ndcg_plugin.cli.commands import main
+from ndcg_plugin.ranking.qrels_index import QrelsIndex
+from tests.helpers import qrels_df
 
 MEASURES = ["NDCG_lin@3", "NDCG_exp@10", "HitRate@2", "HitRate_item@3", "MRR_zero@2", "MRR_ignore@5",
             "NDCG_lin(ideal='run')@4", "nDCG@3"]
@@ -90,7 +90,7 @@ def test_side_by_side_equals_the_run_read_whole(tmp_path, case, block, options):
 
 def test_both_ways_are_taken(tmp_path, monkeypatch):
     # the property test above covers both ways only if sorted files go side by side and others not
-    from ndcg_plugin import side_by_side
+    from ndcg_plugin.engine import side_by_side
     taken = []
     real = side_by_side.evaluate
 
@@ -188,7 +188,7 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
     # fingerprints that collide (every id the same key) make the fast lookups ambiguous: the index
     # sees it and answers through the exact ones, with the same results
     qrels = read("q1 0 a 1\nq2 0 b 2\nq2 0 c 3\n", "qrels")
-    monkeypatch.setattr("ndcg_plugin.qrels_index.fingerprints", lambda v: np.zeros(len(v), dtype=np.uint64))
+    monkeypatch.setattr("ndcg_plugin.ranking.qrels_index.fingerprints", lambda v: np.zeros(len(v), dtype=np.uint64))
     index = QrelsIndex(qrels)
     assert index.exact
     ids = pa.chunked_array([pa.array(["q2", "q3", "q1"], type=pa.large_string())])
@@ -206,7 +206,7 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
 def test_blocks_evaluated_one_at_a_time_or_at_once_print_the_same(monkeypatch, tmp_path, data, block):
     # the worker threads (side_by_side.WORKERS blocks at once) against one block at a time, and
     # blocks evaluated in pieces (side_by_side.PIECE_ROWS)
-    from ndcg_plugin import side_by_side
+    from ndcg_plugin.engine import side_by_side
     qrels, run = data
     (tmp_path / "q").write_text(qrels)
     (tmp_path / "r").write_text(run)
@@ -224,7 +224,7 @@ def test_blocks_cut_in_pieces_print_what_whole_blocks_print(monkeypatch, tmp_pat
     # users sorted, 5 recommendations and 3 judgments each: with PIECE_ROWS of a few rows every
     # block of several users is evaluated in pieces of one user or a few (the case above draws
     # it only now and then)
-    from ndcg_plugin import side_by_side
+    from ndcg_plugin.engine import side_by_side
     (tmp_path / "q").write_text("".join(f"u{i:03d} 0 d{j} {(i + j) % 4}\n" for i in range(40) for j in range(3)))
     (tmp_path / "r").write_text("".join(f"u{i:03d} Q0 d{(j * 7 + i) % 6} {j + 1} {10 - j // 2} t\n"
                                         for i in range(40) for j in range(5)))

@@ -21,8 +21,7 @@ import ir_measures  # noqa: E402
 import ndcg_plugin  # noqa: E402
 from ndcg_plugin import spark as ndcg_spark  # noqa: E402
 from ndcg_plugin.spark import SparkUnavailable  # noqa: E402
-
-from .helpers import local_engine, same  # noqa: E402
+from tests.helpers import local_engine, same  # noqa: E402
 
 MEASURES = [
     "NDCG_lin@3", "NDCG_exp@5", "NDCG_lin", "NDCG_exp", "NDCG_lin(ideal='run')@3", "NDCG_exp(ideal='run')",
@@ -316,7 +315,7 @@ def test_empty_and_misnamed_files(spark, tmp_path):
 # --- the CLI --------------------------------------------------------------------------------------
 
 def _cli(capsys, *args) -> tuple[int, str, str]:
-    from ndcg_plugin import cli
+    from ndcg_plugin.cli import commands as cli
     code = cli.main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
@@ -420,7 +419,7 @@ def test_exponential_gain_overflow_is_refused_as_locally(spark):
 
 
 def test_the_exact_split_in_spark_is_the_local_one(spark):
-    from ndcg_plugin.exact import split
+    from ndcg_plugin.arrays.exact import split
     from ndcg_plugin.spark.plan import exact_parts
     rng = np.random.default_rng(5)
     powers = 2.0 ** np.arange(-60, 3)
@@ -688,7 +687,7 @@ def test_spark_that_cannot_start_is_one_line_before_any_jvm(tmp_path, option, en
     import subprocess
     import sys
 
-    from .conftest import closed_port
+    from tests.conftest import closed_port
     (tmp_path / "q").write_text("q1 0 d1 1\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 t\n")
     option = [o.format(port=closed_port()) for o in option]
@@ -743,7 +742,7 @@ def test_a_dataset_id_gives_spark_the_qrels_file_ir_datasets_keeps(tmp_path):
     import subprocess
     import sys
 
-    from .conftest import msmarco_file
+    from tests.conftest import msmarco_file
     command = importlib.import_module("ndcg_plugin.spark.command")
     msmarco_file("qrels.dl19-passage.txt")
     path = command.qrels_file("msmarco-passage/trec-dl-2019/judged")

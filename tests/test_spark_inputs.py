@@ -15,8 +15,7 @@ pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not instal
 
 import ndcg_plugin  # noqa: E402
 from ndcg_plugin import spark as ndcg_spark  # noqa: E402
-
-from .helpers import local_engine, same  # noqa: E402
+from tests.helpers import local_engine, same  # noqa: E402
 
 MEASURES = ["NDCG_lin@2", "NDCG_exp@2", "HitRate@2", "HitRate_item@2", "MRR_zero@2", "MRR_ignore@1"]
 PER_QUERY = 11        # rows per query: queries straddle the files' and the splits' edges

@@ -16,7 +16,7 @@ pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not instal
 import ir_measures  # noqa: E402
 
 import ndcg_plugin  # noqa: E402
-from ndcg_plugin.exact import ExactSum  # noqa: E402
+from ndcg_plugin.arrays.exact import ExactSum  # noqa: E402
 from ndcg_plugin.measures import spec_of  # noqa: E402
 from ndcg_plugin.spark import worker  # noqa: E402
 from ndcg_plugin.spark.partitions import outputs  # noqa: E402
@@ -172,7 +172,7 @@ def test_a_partitions_values_and_sums_are_the_local_engines(seed):
                                                                       r["n"])
     for i, (m, o) in enumerate(zip(measures, outs, strict=True)):
         if o.hits is not None:
-            from ndcg_plugin.exact import ratio
+            from ndcg_plugin.arrays.exact import ratio
             got = ratio(sums[(i, "hits")], sums[(i, "den")])
         else:
             got = sums[(i, "value")].mean() if (i, "value") in sums else math.nan

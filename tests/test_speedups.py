@@ -1,4 +1,4 @@
-"""The C loops (ndcg_plugin.speedups) against the numpy definitions they replace: each function
+"""The C loops (ndcg_plugin.arrays.speedups) against the numpy definitions they replace: each function
 on random inputs (strings with zero bytes, non-ASCII, empty and long; sliced and chunked
 arrays; codes that are and are not grouped; text with empty fields), and the command's
 output with and without them, byte for byte, on random interaction logs (tests/test_side_by_side.py's) and with the
@@ -18,19 +18,19 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import read, speedups
-from ndcg_plugin.columns import fingerprints, group_codes, heads
-from ndcg_plugin.exact import split_sums
-from ndcg_plugin.qrels_index import QrelsIndex
-from ndcg_plugin.ranking import trec_eval_order
+from ndcg_plugin import read
+from ndcg_plugin.arrays import speedups
+from ndcg_plugin.arrays.columns import fingerprints, group_codes, heads
+from ndcg_plugin.arrays.exact import split_sums
+from ndcg_plugin.ranking.qrels_index import QrelsIndex
+from ndcg_plugin.ranking.ranked import trec_eval_order
 from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
 from ndcg_plugin.reading.sources import Chunk
-
-from .helpers import qrels_df
-from .helpers import run_cli as run_process
-from .test_reading import files, files_taken, parse
-from .test_side_by_side import MEASURES, logs, run_cli
+from tests.helpers import qrels_df
+from tests.helpers import run_cli as run_process
+from tests.test_reading import files, files_taken, parse
+from tests.test_side_by_side import MEASURES, logs, run_cli
 
 built = pytest.mark.skipif(not speedups.available(), reason="the C loops are not built here (no compiler at "
                            "install, or NDCG_PLUGIN_SPEEDUPS=0): numpy runs alone")
@@ -334,7 +334,7 @@ def test_the_command_prints_the_same_with_and_without_the_c_loops(monkeypatch, t
 
 @built
 def test_the_environment_variable_turns_them_off():
-    code = "from ndcg_plugin import speedups; print(speedups.available())"
+    code = "from ndcg_plugin.arrays import speedups; print(speedups.available())"
     for value, expected in (("0", "False"), ("1", "True"), ("", "True")):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, speedups.ENV: value}, check=True).stdout.strip()
@@ -342,7 +342,7 @@ def test_the_environment_variable_turns_them_off():
 
 
 def test_another_value_of_the_environment_variable_is_refused_by_name():
-    code = "from ndcg_plugin import speedups; print(speedups.available())"
+    code = "from ndcg_plugin.arrays import speedups; print(speedups.available())"
     refused = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env={**os.environ, speedups.ENV: "off"})
     assert refused.returncode != 0 and "NDCG_PLUGIN_SPEEDUPS must be 0" in refused.stderr and "'off'" in refused.stderr

@@ -9,11 +9,12 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import ranking, read, speedups
-from ndcg_plugin.qrels_index import QrelsIndex
-
-from .helpers import qrels_df
-from .test_speedups import built
+from ndcg_plugin import read
+from ndcg_plugin.arrays import speedups
+from ndcg_plugin.ranking import ranked as ranking
+from ndcg_plugin.ranking.qrels_index import QrelsIndex
+from tests.helpers import qrels_df
+from tests.test_speedups import built
 
 
 @built
@@ -48,7 +49,7 @@ def test_the_dcg_added_in_c_as_by_numpy(rows, cutoff, variant, gains, dtype):
     same doubles."""
     from ndcg_plugin.measures import ndcg
     from ndcg_plugin.measures.base import Spec
-    from ndcg_plugin.ranking import RankedRun
+    from ndcg_plugin.ranking.ranked import RankedRun
 
     q, rank, rel = (np.array(c) for c in zip(*rows, strict=True))
     ranked = RankedRun(q=q.astype(dtype), rank=rank.astype(np.int64), rel=rel.astype(np.int64), judged=rel >= -1,

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, engine, read
+from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin, read
+from ndcg_plugin.engine import block as engine
+from ndcg_plugin.engine.stream import compute_file
 from ndcg_plugin.measures import spec_of
-from ndcg_plugin.stream import compute_file
-
-from .test_differential import collections
+from tests.test_differential import collections
 
 MEASURES = [NDCG_lin @ 3, NDCG_exp, NDCG_lin(ideal="run") @ 5, NDCG_lin(judged_only=True) @ 4, HitRate @ 2,
             HitRate_item @ 3, MRR_zero @ 5, MRR_ignore @ 2, MRR_zero(rel=2) @ 10, NDCG_exp(ties="average") @ 3,
@@ -114,7 +114,7 @@ def test_a_duplicate_is_reported_after_a_later_bad_line_as_in_memory(tmp_path):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(case=collections(), data=st.data())
 def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, capsys, case, data):
-    from ndcg_plugin.cli import main
+    from ndcg_plugin.cli.commands import main
     from ndcg_plugin.formatting import OUTPUTS  # the -o choices (cli_parser uses the same tuple)
 
     qrels, run = case
@@ -134,7 +134,7 @@ def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, 
 
 
 def test_the_cli_default_block_size_is_the_readers():
-    from ndcg_plugin.cli_parser import BLOCK_MIB
+    from ndcg_plugin.cli.parser import BLOCK_MIB
     from ndcg_plugin.reading.sources import BLOCK_BYTES
 
     assert BLOCK_MIB << 20 == BLOCK_BYTES
@@ -144,7 +144,7 @@ def test_help_and_measures_import_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys; from ndcg_plugin.cli import main; main(['measures']); "
+    code = ("import sys; from ndcg_plugin.cli.commands import main; main(['measures']); "
             "heavy = ('numpy', 'pandas', 'pyarrow', 'scipy', 'pytrec_eval', 'ir_datasets'); "
             "print(sorted(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -153,7 +153,7 @@ def test_help_and_measures_import_nothing_heavy():
 
 @pytest.mark.parametrize("preset, expected", [(None, "1"), ("3", "3")])
 def test_the_cli_keeps_openblas_to_one_thread_unless_the_user_set_it(preset, expected):
-    # set in main() before numpy is first imported (the test above: `import ndcg_plugin.cli`
+    # set in main() before numpy is first imported (the test above: `import ndcg_plugin.cli.commands`
     # imports no numpy), so OpenBLAS reads it; a value the user set is kept
     import os
     import subprocess
@@ -162,7 +162,7 @@ def test_the_cli_keeps_openblas_to_one_thread_unless_the_user_set_it(preset, exp
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     if preset is not None:
         env["OPENBLAS_NUM_THREADS"] = preset
-    code = ("import os, sys; from ndcg_plugin.cli import main; before = 'numpy' in sys.modules; "
+    code = ("import os, sys; from ndcg_plugin.cli.commands import main; before = 'numpy' in sys.modules; "
             "main(['measures']); print(before, os.environ['OPENBLAS_NUM_THREADS'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.strip().splitlines()[-1] == f"False {expected}"
@@ -178,7 +178,8 @@ def test_the_run_is_opened_for_parsing_before_the_engine_is_imported():
             "names = [route(ir_measures.parse_measure(m)) for m in ('NDCG_lin@10', 'MRR_ignore@10', 'nDCG@10')]; "
             "routed = sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules); "
             "import ndcg_plugin.reading.ahead; "
-            "opened = sorted(m for m in ('pyarrow.compute', 'ndcg_plugin.engine', 'pandas') if m in sys.modules); "
+            "opened = sorted(m for m in ('pyarrow.compute', 'ndcg_plugin.engine.block', 'pandas') "
+            "if m in sys.modules); "
             "print(names, routed, opened)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "['ndcg_plugin', 'ndcg_plugin', 'ndcg_plugin'] [] []"
@@ -199,7 +200,7 @@ def test_a_streamed_eval_never_imports_pandas(tmp_path, extra):
         lines.append("q3 Q0 c 2 1.0 t")
     run.write_text("\n".join(lines) + "\n")
     argv = ["eval", str(qrels), str(run), *extra, "NDCG_exp@10", "HitRate_item@2", "MRR_ignore@1", "nDCG@10"]
-    code = (f"import sys; from ndcg_plugin.cli import main; rc = main({argv!r}); "
+    code = (f"import sys; from ndcg_plugin.cli.commands import main; rc = main({argv!r}); "
             "print(rc, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "0 False"

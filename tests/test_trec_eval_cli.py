@@ -16,11 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ndcg_plugin import trec_eval_cli
 from ndcg_plugin.errors import UsageError
-
-from .conftest import shared_file
-from .helpers import run_cli
+from ndcg_plugin.trec_eval import command as trec_eval_cli
+from tests.conftest import shared_file
+from tests.helpers import run_cli
 
 NOT_COMPUTED = re.compile(r"^(relstring(_\d+)?|rbp|rbp_resid|unj_\d+)\s")
 

@@ -22,8 +22,7 @@ from hypothesis import strategies as st
 import ndcg_plugin
 from ndcg_plugin import InputError
 from ndcg_plugin.reading.lines import trec_eval_reads
-
-from .helpers import run_cli
+from tests.helpers import run_cli
 
 TREC_EVAL = os.environ.get("NDCG_PLUGIN_TREC_EVAL") or shutil.which("trec_eval")
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n"
@@ -183,7 +182,7 @@ NUMBERISH = st.text(alphabet="0123456789.eE+-x", max_size=12)
 @given(NUMBERISH)
 def test_the_number_patterns_accept_what_the_textbook_decimal_accepts(text):
     from ndcg_plugin.reading.formats import DECIMAL
-    from ndcg_plugin.reproduce_table import NUMBER
+    from ndcg_plugin.reproduce.table import NUMBER
     assert (DECIMAL.match(text.encode()) is not None) == (TEXTBOOK_DECIMAL.match(text) is not None)
     plain = re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)", text) is not None  # a paper's cell: no exponent
     assert (NUMBER.match(text) is not None) == plain

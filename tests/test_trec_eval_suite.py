@@ -9,9 +9,8 @@ import pytest
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
-from ndcg_plugin.cli import main
-
-from .conftest import shared_file
+from ndcg_plugin.cli.commands import main
+from tests.conftest import shared_file
 
 HALF_UNIT = 5e-5 + 1e-12  # trec_eval prints 4 decimals
 

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from .conftest import ROOT, shared_file
+from tests.conftest import ROOT, shared_file
 
 
 def blocks() -> list[tuple[str, str]]:

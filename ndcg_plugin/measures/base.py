@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from ir_measures.measures.base import Measure, ParamInfo
 from ir_measures.providers.base import NOT_PROVIDED
 
-from ..aggregate import ExactMeanAgg
 from ..errors import Unsupported
+from .aggregate import ExactMeanAgg
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ CUTOFF_DESC = "ranking cutoff threshold k (a positive integer)"
 REL_DESC = "minimum relevance label that counts as relevant (inclusive, >= 1; TREC DL uses 2)"
 TIES = ParamInfo(dtype=str, choices=["trec", "average"], default="trec",
                  desc="tied scores: 'trec' orders them by doc id descending (trec_eval); 'average' takes the "
-                      "expected value over all orders of the tied docs, in closed form (see ndcg_plugin.ties)")
+                      "expected value over all orders of the tied docs, in closed form (see ndcg_plugin.measures.ties)")
 #: the parameters of the families with a required cutoff and a relevance threshold
 CUT_REL_PARAMS = {
     "cutoff": ParamInfo(dtype=int, required=True, desc=CUTOFF_DESC),

@@ -4,7 +4,7 @@ HitRate_item. Everything that is this family's own is here: the measures, the bu
 the explain layout, the trec_eval counterparts and the docs rows."""
 from __future__ import annotations
 
-from ..aggregate import ItemValue, MicroAgg
+from .aggregate import ItemValue, MicroAgg
 from .base import CUT_REL_PARAMS, Family, PluginMeasure, Spec, builtin_common, builtin_rel, mark_relevant, pick, refuse
 
 
@@ -63,7 +63,7 @@ def _np():
 
 def _hits(ranked, spec: Spec):
     """Relevant docs in the top k per query (their expected number over tied orders for ties='average')."""
-    from .. import ties
+    from . import ties
     if spec.ties == "average":
         return ties.expected_hits(ranked, ranked.relevant(spec.rel), spec.cutoff)
     np = _np()
@@ -77,15 +77,15 @@ def _hits(ranked, spec: Spec):
 
 
 def _query_values(ranked, spec: Spec):
-    from .. import ties
-    from ..aggregate import Values
+    from . import ties
+    from .aggregate import Values
     if spec.ties == "average":
         return Values(ties.hit_probability(ranked, ranked.relevant(spec.rel), spec.cutoff))
     return Values((_hits(ranked, spec) > 0).astype(_np().float64))
 
 
 def _item_values(ranked, spec: Spec):
-    from ..aggregate import Values
+    from .aggregate import Values
     np = _np()
     hits = _hits(ranked, spec).copy()  # the caller's own (the ranking's is shared, read only)
     returned = np.minimum(ranked.returned.astype(np.float64), spec.cutoff)
@@ -114,14 +114,14 @@ def _item_explain(trace, hits: int, n: int, measure, num) -> str:
 
 def _success(spec: Spec, qrels: dict, run: dict, oracle) -> tuple:
     """``success.k`` with ``-l rel``."""
-    from ..oracle import per_query
+    from .oracle import per_query
     res = oracle(qrels, run, f"success.{spec.cutoff}", rel=spec.rel)
     return per_query([res.get(q, 0.0) for q in qrels]), f"success.{spec.cutoff} -l{spec.rel} -c"
 
 
 def _precision(spec: Spec, qrels: dict, run: dict, oracle) -> tuple:
     """Hits (``P.k`` x k) and returned docs (``num_ret``) of the run cut to k, micro-averaged."""
-    from ..oracle import cut_run, per_query
+    from .oracle import cut_run, per_query
     k, rel = spec.cutoff, spec.rel
     cut = cut_run(run, k)
     p = oracle(qrels, cut, f"P.{k}", rel=rel)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..aggregate import NanSkipMeanAgg
+from .aggregate import NanSkipMeanAgg
 from .base import CUT_REL_PARAMS, Family, PluginMeasure, Spec, builtin_common, builtin_rel, mark_relevant, pick
 
 
@@ -93,8 +93,8 @@ class MRRFamily(Family):
     def values(self, index, ranked, spec: Spec):
         import numpy as np
 
-        from .. import ties
-        from ..aggregate import Values
+        from . import ties
+        from .aggregate import Values
         miss = pick(_MISS, spec, "the local engine")
         relevant = ranked.relevant(spec.rel)
         if spec.ties == "average":
@@ -129,7 +129,7 @@ class MRRFamily(Family):
     def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
         """``recip_rank`` on the run cut to k (``-M k``); a query without a relevant doc there gets
         what a miss gives (0, or no value: NaN)."""
-        from ..oracle import cut_run, per_query
+        from .oracle import cut_run, per_query
         spec = measure.spec()
         k, rel, miss = spec.cutoff, spec.rel, pick(_MISS, spec, "crosscheck")
         res = oracle(qrels, cut_run(run, k), "recip_rank", rel=rel)

@@ -114,9 +114,9 @@ def judged_gain(ranked, spec: Spec) -> Any:
 
 
 def dcg_of(ranked, spec: Spec, native: bool = True) -> Any:
-    """DCG per query of a :class:`~ndcg_plugin.ranking.RankedRun` in trec_eval's order: the sum over
+    """DCG per query of a :class:`~ndcg_plugin.ranking.ranked.RankedRun` in trec_eval's order: the sum over
     its rows ranked within the cutoff of gain / log2(rank + 2), added row by row as
-    ``np.bincount`` adds. ``native``: by one C loop when it is built (:mod:`ndcg_plugin.speedups`),
+    ``np.bincount`` adds. ``native``: by one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`),
     with the gains numpy computes per label and the same discounts, added in the same order (the
     same doubles), where no gain of label 0 is set (that gain depends on the row being judged)."""
     np = _np()
@@ -124,7 +124,7 @@ def dcg_of(ranked, spec: Spec, native: bool = True) -> Any:
     if native and len(rank) and not any(label == 0 for label, _ in spec.gains):
         top = int(ranked.rel.max())
         if top <= _LABEL_ORDER_MAX:  # every gain up to it finite, in a table of labels 0..top
-            from .. import speedups
+            from ..arrays import speedups
             cut = None if ranked.all_in_top(spec.cutoff) else spec.cutoff
             found = speedups.dcg(q, rank, ranked.rel, ranked.nq, cut, gain_of(np.arange(max(top, 0) + 1), spec),
                                  float(gain_of(np.array([-1]), spec)[0]), log2_discounts(ranked.ranks_held()))
@@ -139,13 +139,13 @@ def dcg_of(ranked, spec: Spec, native: bool = True) -> Any:
 
 def _ideal_by_variant(index, cutoff: int | None) -> dict | None:
     """{variant: the IDCG per qrels query} of every variant without overridden gains, by one C loop
-    (:func:`ndcg_plugin.speedups.ideal_dcg` with a gain table per variant); None where it is not
+    (:func:`ndcg_plugin.arrays.speedups.ideal_dcg` with a gain table per variant); None where it is not
     at hand. The labels are at most ``_LABEL_ORDER_MAX``: every gain is finite."""
     np = _np()
     top = max(int(index.rel.max()), 0)
     variants = FAMILY.variants
     tables = np.stack([gain_of(np.arange(top + 1), Spec(FAMILY.name, v, cutoff)) for v in variants])
-    from .. import speedups
+    from ..arrays import speedups
     found = speedups.ideal_dcg(index.key_q, index.rel, index.nq, cutoff, tables,
                                log2_discounts(len(index.rel) if cutoff is None else cutoff))
     return None if found is None else dict(zip(variants, found, strict=True))
@@ -158,7 +158,7 @@ def _name(spec: Spec) -> str:
 def ideal_dcg(q: Any, gain: Any, cutoff: int | None, nq: int) -> Any:
     """IDCG per query code from the positive gains sorted descending (trec_eval leaves gains <= 0
     out of the ideal ranking)."""
-    from ..ranking import group_ranks
+    from ..ranking.ranked import group_ranks
     np = _np()
     positive = gain > 0
     q, gain = q[positive], gain[positive]
@@ -167,7 +167,7 @@ def ideal_dcg(q: Any, gain: Any, cutoff: int | None, nq: int) -> Any:
     # gains found by hashing (Arrow), not by a sort of every gain
     import pyarrow.compute as pc
 
-    from ..columns import from_numpy, to_numpy
+    from ..arrays.columns import from_numpy, to_numpy
     levels = np.sort(-to_numpy(pc.unique(from_numpy(gain.astype(np.float64, copy=False)))))
     level = np.searchsorted(levels, -gain)
     order = np.argsort(q.astype(np.int64) * len(levels) + level, kind="stable")
@@ -182,7 +182,7 @@ def ideal_by_label(q: Any, rel: Any, cutoff: int | None) -> tuple[Any, Any, Any]
     ideal ranking, in rank order: what :func:`ideal_dcg` sorts, found once for every variant whose
     gain rises with the label (each variant's IDCG is then one weighted count over these rows,
     the same sums in the same order as its own sort of gains would give)."""
-    from ..ranking import group_ranks
+    from ..ranking.ranked import group_ranks
     np = _np()
     positive = rel > 0
     q, rel = q[positive], rel[positive]
@@ -240,8 +240,8 @@ class NDCGFamily(Family):
         return spec.ideal == "run"  # the ideal ranking takes every judged doc the run retrieved
 
     def values(self, index, ranked, spec: Spec):
-        from .. import ties
-        from ..aggregate import Values
+        from . import ties
+        from .aggregate import Values
         np = _np()
         if spec.ties == "average":
             dcg = ties.ndcg_dcg(ranked, judged_gain(ranked, spec), spec.cutoff)
@@ -259,7 +259,7 @@ class NDCGFamily(Family):
     def _idcg(index, spec: Spec, native: bool = True):
         """IDCG per qrels query: from the ideal order by label shared by the variants (both gains
         rise with the label) when no label's gain is overridden, else by :func:`ideal_dcg`.
-        ``native``: by the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same doubles
+        ``native``: by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same doubles
         added in the same order)."""
         np = _np()
         if spec.gains or not len(index.rel) or int(index.rel.max()) > _LABEL_ORDER_MAX:
@@ -337,7 +337,7 @@ class NDCGFamily(Family):
         """``ndcg_cut.k`` (``ndcg`` without a cutoff) on qrels mapped through the variant's gain
         and ``gains``; ``ideal='run'``: qrels restricted to the docs the run retrieved;
         ``judged_only``: the run without unjudged docs (trec_eval -J, written out)."""
-        from ..oracle import per_query
+        from .oracle import per_query
         spec = measure.spec()
         if any(g != int(g) or g < 0 for _, g in spec.gains):
             return None, "no counterpart: trec_eval's ndcg_cut takes integer qrels (non-integer or negative gains)"

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
+from ..arrays.columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
@@ -149,7 +149,7 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
                  duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None,
                  queries: Any = None) -> tuple[Any, tuple | None]:
-    """As :func:`read`, with :func:`ndcg_plugin.columns.group_codes` of the table's query ids,
+    """As :func:`read`, with :func:`ndcg_plugin.arrays.columns.group_codes` of the table's query ids,
     computed once for the duplicate check and handed back for the engine (``engine.compute(...,
     groups=)``); None when the duplicate policy dropped rows (the engine then computes them).
     ``queries`` (a run's: the qrels' query ids): the duplicate policy applies to these queries

@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from .. import speedups
-from ..columns import to_numpy
+from ..arrays import speedups
+from ..arrays.columns import to_numpy
 from .formats import BOM, Layout
 from .lines import Parsed
 
@@ -119,7 +119,7 @@ def empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool, nativ
     """True when some field of the block is empty: a delimiter followed by a delimiter or a line
     end, or ending the block; with ``first_column``, also one starting a line. Read from the
     bytes, for the columns Arrow is not asked to convert. ``native``: by the C loop when it is
-    built (:mod:`ndcg_plugin.speedups`; the same answer)."""
+    built (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
     found = speedups.empty_field(chunk.data, chunk.start, chunk.end, delimiter, first_column, has_cr) \
         if native else None
     if found is not None:
@@ -141,7 +141,7 @@ def empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool, nativ
 
 def _in_c(chunk, layout: Layout, delimiter: bytes) -> Parsed | None:
     """The block read by the C loop when it is built and the block is in the simplest form (ASCII,
-    plain decimal numbers: :func:`ndcg_plugin.speedups.parse_columns`; the same columns), or None."""
+    plain decimal numbers: :func:`ndcg_plugin.arrays.speedups.parse_columns`; the same columns), or None."""
     found = speedups.parse_columns(chunk.data, chunk.start, chunk.end, delimiter, layout.columns,
                                    (layout.query_at, layout.doc_at, layout.value_at), layout.integer)
     if found is None:

@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from .. import speedups
-from ..columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
+from ..arrays import speedups
+from ..arrays.columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
 from ..errors import VALUE_COLUMN, Kind
 from .formats import error_at
 
@@ -110,7 +110,7 @@ def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray, nati
     queries of each size are the rows of a 2-D array, each row sorted on its own, which costs
     less than one sort of all the rows. False when it cannot show it (other shapes, or two equal
     fingerprints in a query: a duplicate, or a collision the caller's exact check sorts out).
-    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same answer)."""
+    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
     shown = speedups.distinct_small(docs_fp, q_codes, _SMALL_MAX) if native else None
     if shown is not None:
         return shown

@@ -47,7 +47,7 @@ class Parsed:
     @classmethod
     def empty(cls, layout: Layout) -> Parsed:
         """No rows, in the reader's columns."""
-        from ..columns import empty_strings
+        from ..arrays.columns import empty_strings
         none = empty_strings()
         return cls(layout, none, none, np.zeros(0, dtype=np.int64 if layout.integer else np.float64),
                    np.zeros(0, dtype=np.int64))

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..columns import join_chunks, to_numpy
+from ..arrays.columns import join_chunks, to_numpy
 from ..errors import BLOCK_BYTES, VALUE_COLUMN, InputError
 from .formats import Layout, column_names, error_at
 from .lines import Parsed

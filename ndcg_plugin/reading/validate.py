@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..columns import from_numpy, to_numpy
+from ..arrays.columns import from_numpy, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
 
 

@@ -4,7 +4,7 @@
 >>> ndcg_spark.evaluate(qrels_df, run_df, measures)   # measure objects or strings, as ir-measures takes them
 {measure: aggregate, ...}
 
-The numbers are the local engine's (:mod:`ndcg_plugin.engine`), to the bit, with the same
+The numbers are the local engine's (:mod:`ndcg_plugin.engine.block`), to the bit, with the same
 conventions: ties by doc id descending (byte order), qrels queries missing from the run score 0
 (or have no value, for a measure that leaves misses out), run queries missing from the qrels
 ignored, negative labels gain 0 and are never relevant, item-level measures micro-averaged. The

@@ -1,6 +1,6 @@
 """``ndcg-plugin eval --engine spark``, the Spark side: a quiet session sized for the input, the
 evaluation of two files, and every failure as one line (:class:`CommandError`); the command
-line (:func:`ndcg_plugin.cli._eval_spark`) prints the results."""
+line (:func:`ndcg_plugin.cli.commands._eval_spark`) prints the results."""
 from __future__ import annotations
 
 import os
@@ -38,7 +38,7 @@ def qrels_file(qrels: str) -> str:
     """The qrels file Spark reads: the path given, or for an ir-datasets id the file ir-datasets keeps."""
     if "://" in qrels or os.path.exists(qrels):
         return qrels
-    from ..datasets import is_dataset_id, locate
+    from ..datasets.load import is_dataset_id, locate
     from ..errors import DatasetError
     try:
         target = locate(qrels, "qrels") if is_dataset_id(qrels) else False

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..ranking import report_unmatched
+from ..ranking.ranked import report_unmatched
 from .session import quiet_pandas
 
 #: how each strategy names itself to the user
@@ -160,7 +160,7 @@ class Evaluation:
         """{measure: aggregate}; with ``by`` (a column expression over ``query_id``), a dict
         {key: {measure: aggregate}} per group of queries. One action, which also validates the input
         (repeated pairs raise ValueError; run queries absent from the qrels give a warning). Each
-        aggregate is summed exactly, as the local engine sums it (:mod:`ndcg_plugin.exact`): the same
+        aggregate is summed exactly, as the local engine sums it (:mod:`ndcg_plugin.arrays.exact`): the same
         digits whatever the partitioning."""
         from . import failures
         if by is None and self._checked is not None:
@@ -205,7 +205,7 @@ class Evaluation:
         return False
 
     def _results(self, rows: list, by) -> dict:
-        from ..exact import ExactSum
+        from ..arrays.exact import ExactSum
         sums: dict = {}
         for r in rows:
             acc = sums.setdefault(r["key"], {}).setdefault((r["i"], r["part"]), ExactSum())
@@ -217,7 +217,7 @@ class Evaluation:
 
     @staticmethod
     def _result(measure, output, value, hits, den) -> float:
-        from ..exact import ratio
+        from ..arrays.exact import ratio
         if output.hits is not None:
             return ratio(hits, den) if hits is not None and den is not None else 0.0
         if value is None:

@@ -9,7 +9,7 @@ queries, so that every per-query value is the local engine's own (the same code 
    ``ship='all'``, every row goes;
 2. those rows and the qrels rows are hash-partitioned by query id together (the one exchange);
 3. each partition, in a Python worker, is checked for repeated pairs (exactly) and evaluated by
-   :func:`ndcg_plugin.engine.compute` (:func:`.worker.evaluated`): one row per query, the per-query
+   :func:`ndcg_plugin.engine.block.compute` (:func:`.worker.evaluated`): one row per query, the per-query
    table :mod:`.plan` builds its exact sums and checks from.
 
 The executors' Python must import ndcg_plugin (the driver's environment, in local mode; on a
@@ -23,7 +23,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from ..aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
+from ..measures.aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
 from .failures import MARK
 from .inputs import file_split
 from .plan import Output
@@ -52,7 +52,7 @@ def _shipped(k: int):
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from ndcg_plugin.spark.worker import shipped_rows
+        from .worker import shipped_rows
         got = [b for b in batches if b.num_rows]
         if got:
             yield from shipped_rows(pa.Table.from_batches(got), k, TaskContext.get().partitionId()).to_batches()
@@ -64,7 +64,7 @@ def _evaluate(specs: list, outs: list, summed: bool, duplicates: str = "error"):
     def evaluate(batches):
         import pyarrow as pa
 
-        from ndcg_plugin.spark.worker import evaluated, sums
+        from .worker import evaluated, sums
         got = [b for b in batches if b.num_rows]
         if not got:
             return

@@ -10,7 +10,7 @@ Each row plan gives one DataFrame of tagged rows hash-partitioned by query id: r
    so that every per-query value is the local engine's to the bit;
 2. :func:`result_rows`: the per-query values split for exact sums (per binary exponent, in 64-bit
    integers: :func:`exact_parts`) and the validation counts, in one grouped aggregation. The driver
-   collects those few rows once and adds them up exactly (:class:`ndcg_plugin.exact.ExactSum`):
+   collects those few rows once and adds them up exactly (:class:`ndcg_plugin.arrays.exact.ExactSum`):
    the same digits as the local engine, whatever the partitioning.
 
 A family the registry does not know, or one without a Spark hook, is refused by name.
@@ -187,7 +187,7 @@ def per_query(rows: DataFrame, plan: Plan, checks: list[Column]) -> DataFrame:
 
 
 def exact_parts(value: Column) -> list[Column]:
-    """A finite double column split for an exact sum as :func:`ndcg_plugin.exact.split` splits it:
+    """A finite double column split for an exact sum as :func:`ndcg_plugin.arrays.exact.split` splits it:
     ``shift`` (E) and the pieces ``hi``, ``mid``, ``lo`` of the 53-bit mantissa, with integer
     arithmetic only where it must be exact. The binary exponent comes from log2, corrected by
     comparisons with exact powers of two; dividing by a power of two is exact."""

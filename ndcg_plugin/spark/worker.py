@@ -60,8 +60,8 @@ def strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
 def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
     """The rows of one input partition of the run (q, d, s, split) that go to the shuffle, as
     (q, d, s, x): see the module's docstring."""
-    from ..columns import group_codes
-    from ..ranking import candidates
+    from ..arrays.columns import group_codes
+    from ..ranking.ranked import candidates
     from ..reading.duplicates import mask_of
     n = table.num_rows
     qs, ds = table.column("q"), table.column("d")
@@ -229,12 +229,12 @@ def _sides(table: pa.Table) -> tuple[pa.Table, pa.Table]:
 
 def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "error") -> pa.Table:
     """One row per query of a shuffled partition (q, d, s, x): its values by the
-    local engine (:func:`ndcg_plugin.engine.compute`), and the checks (repeated pairs, queries
+    local engine (:func:`ndcg_plugin.engine.block.compute`), and the checks (repeated pairs, queries
     that could not be checked), in :func:`wide_schema`. ``duplicates``: one of :data:`POLICIES`;
     under ``max`` a query whose repeated pair came with only its best rows is ``unverified``."""
-    from .. import engine
-    from ..columns import fingerprints, group_codes
-    from ..qrels_index import QrelsIndex
+    from ..arrays.columns import fingerprints, group_codes
+    from ..engine import block as engine
+    from ..ranking.qrels_index import QrelsIndex
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
     qt, rt = _sides(table)
@@ -297,10 +297,10 @@ SUMS = pa.schema([("kind", pa.string()), ("key", pa.string()), ("i", pa.int32())
 def sums(wide: pa.Table, outputs: list) -> pa.Table:
     """What :func:`..plan.result_rows` makes of a per-query table (:func:`wide_schema`), without a
     key: per measure i and part, the exact partial sums of the qrels queries' values per binary
-    exponent (:func:`ndcg_plugin.exact.split_sums`; NULL, "no value", left out), and the
+    exponent (:func:`ndcg_plugin.arrays.exact.split_sums`; NULL, "no value", left out), and the
     validation rows (``unmatched``, ``run_queries``, ``unverified``: n; ``dup_qrels``,
     ``dup_run``: the smallest example). The partial sums of several partitions add up exactly."""
-    from ..exact import split_sums
+    from ..arrays.exact import split_sums
     has = wide.column("has_qrels").to_numpy(zero_copy_only=False)
     returned = wide.column("returned").to_numpy()
     out: dict[str, list] = {name: [] for name in SUMS.names}

@@ -1,7 +1,7 @@
 """Cross-check the plugin's measures against trec_eval (through pytrec_eval, or a binary).
 
 Each family names its measures' trec_eval counterparts and computes them
-(:meth:`ndcg_plugin.measures.Family.counterpart`, from :mod:`ndcg_plugin.oracle`); trec_eval is
+(:meth:`ndcg_plugin.measures.Family.counterpart`, from :mod:`ndcg_plugin.measures.oracle`); trec_eval is
 always run as with ``-c`` (a qrels query missing from the run scores 0), and a cut to k is done
 independently of the engine, with Python's ``sorted`` on (score descending, doc id descending),
 trec_eval's order. The plugin's side is computed as ``eval`` computes it
@@ -18,11 +18,11 @@ from typing import Any
 
 import ir_measures
 
-from .aggregate import aggregate_arrays
-from .evaluation import Evaluation, ReadOptions, qrels_queries
-from .formatting import ALL_DIGITS, format_value
-from .measures import PluginMeasure, family, registry
-from .oracle import Oracle
+from ..evaluation import Evaluation, ReadOptions, qrels_queries
+from ..formatting import ALL_DIGITS, format_value
+from ..measures import PluginMeasure, family, registry
+from ..measures.aggregate import aggregate_arrays
+from ..measures.oracle import Oracle
 
 TOLERANCE_PYTREC = 1e-9
 TOLERANCE_BINARY = 5e-5  # the binary prints 4 decimals
@@ -84,7 +84,7 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable | None = None, *, trec_e
     for m in measures:
         if not isinstance(m, PluginMeasure):
             raise ValueError(f"crosscheck compares the plugin's measures with trec_eval; {m} is not one of them")
-    from . import reading  # imported on use: `import ndcg_plugin` stays light
+    from .. import reading  # imported on use: `import ndcg_plugin` stays light
 
     qrels_t = reading.read(qrels, "qrels", duplicates=duplicates)
     run_t = reading.read(run, "run", duplicates=duplicates, queries=qrels_queries(qrels_t))

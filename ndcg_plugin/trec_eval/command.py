@@ -28,9 +28,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .errors import InputError, UsageError
-from .measures.parsing import examples
-from .trec_eval_report import ORDER, Report, family_of
+from ..errors import InputError, UsageError
+from ..measures.parsing import examples
+from .report import ORDER, Report, family_of
 
 VERSION = "10.0"
 
@@ -133,7 +133,7 @@ def parse(argv: Sequence[str]) -> Options:
             print(USAGE, end="")
             raise SystemExit(0)
         if flag in ("-v", "--version"):
-            from . import __version__
+            from ..version import __version__
             print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})")
             raise SystemExit(0)
         if flag in ("-q", "--query_eval_wanted"):
@@ -167,7 +167,7 @@ def parse(argv: Sequence[str]) -> Options:
 @dataclass
 class Plan:
     """Each requested measure routed once: trec_eval measures for pytrec_eval (``name[.params]``),
-    for the engine (``(family, cutoffs)``) and for :mod:`ndcg_plugin.trec_eval_interp`
+    for the engine (``(family, cutoffs)``) and for :mod:`ndcg_plugin.trec_eval.interp`
     (``(family, params)``), and the plugin's measures (ir-measures objects)."""
     pytrec: list = field(default_factory=list)
     engine: list = field(default_factory=list)
@@ -179,7 +179,7 @@ class Plan:
 def _engine_twins() -> dict[str, str]:
     """trec_eval measure -> the ir-measures measure the engine computes as it (a template with
     ``{k}`` for a cutoff), from the families (:attr:`~ndcg_plugin.measures.base.Family.trec_eval_names`)."""
-    from .measures.registry import families
+    from ..measures.registry import families
     return {name: twin for f in families() for name, (twin, _) in f.trec_eval_names.items()}
 
 
@@ -240,7 +240,7 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
 def _plugin_measure(name: str):
     import ir_measures
 
-    from .measures import PluginMeasure
+    from ..measures import PluginMeasure
     try:
         measure = ir_measures.parse_measure(name)
     except (ValueError, NameError, SyntaxError, TypeError):
@@ -275,7 +275,7 @@ def _run_tag(run) -> str:
     """The run tag (sixth field) of the run's first data line: trec_eval's runid."""
     import gzip
 
-    from .reading.formats import first_data_line
+    from ..reading.formats import first_data_line
     if isinstance(run, bytes):
         start = run[:1 << 20]
     else:
@@ -296,9 +296,9 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     """The :class:`Report` of the command. ``use_engine=False``: pytrec_eval computes every trec_eval
     measure it can (the slow path the engine's is tested against). Raises :class:`MissingQuery`
     (with the values of the queries before it) without ``-c``."""
-    from . import reading
-    from .evaluation import qrels_queries, refuse_crashing_queries
-    from .oracle import cut_run
+    from .. import reading
+    from ..evaluation import qrels_queries, refuse_crashing_queries
+    from ..measures.oracle import cut_run
     p = plan(o.measures, o.judged_only, use_engine)
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
@@ -352,7 +352,7 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
 
 
 def _interpolated(fam: str, given: str, qrels: dict, run: dict, o: Options, values: dict) -> None:
-    from . import trec_eval_interp as ti
+    from . import interp as ti
     try:
         recall_levels = ti.levels(given, ordered=fam == "iprec_at_recall")
     except ValueError as e:
@@ -372,7 +372,7 @@ def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) 
     """Per-query values of the engine's measures into ``values`` (NaN: no line, as eval -q)."""
     import pandas as pd
 
-    from .evaluation import ENGINE, Evaluation, route
+    from ..evaluation import ENGINE, Evaluation, route
     chosen = [m for _, m in measures]
     declined = [str(m) for m in chosen if route(m) != ENGINE]
     if declined:  # never guess: a measure the engine would not compute is a bug of this plan

@@ -2,7 +2,7 @@
 
 Pipeline (no Python loop per query or per document):
 
-1. qrels are indexed once (:class:`ndcg_plugin.qrels_index.QrelsIndex`): query ids sorted as strings
+1. qrels are indexed once (:class:`ndcg_plugin.ranking.qrels_index.QrelsIndex`): query ids sorted as strings
    (trec_eval's output order), doc ids factorized, (query, doc) packed into sorted int64 keys;
 2. the run's query ids become codes from their runs of equal values (one string hashed per
    query in a grouped run) and are mapped to qrels query codes; run queries absent from the
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ranking
-from .aggregate import Values
-from .columns import from_numpy
-from .measures import Spec, family
-from .qrels_index import QrelsIndex
+from ..arrays.columns import from_numpy
+from ..measures import Spec, family
+from ..measures.aggregate import Values
+from ..ranking import ranked as ranking
+from ..ranking.qrels_index import QrelsIndex
 
 
 @dataclass
@@ -123,9 +123,9 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
     reported once, as :func:`compute` reports them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from .columns import columns_of, group_codes, query_pieces, slice_groups
-    from .reading.formats import LAYOUTS
-    from .reading.lines import Parsed
+    from ..arrays.columns import columns_of, group_codes, query_pieces, slice_groups
+    from ..reading.formats import LAYOUTS
+    from ..reading.lines import Parsed
     specs = list(dict.fromkeys(specs))
     qids, docs, score = columns_of(run, "score")
     if len(score) <= BLOCK_ROWS:

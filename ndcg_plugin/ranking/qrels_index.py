@@ -3,7 +3,7 @@ pairs costs the same per run row however many queries and judgments the qrels ho
 
 Arrow's ``index_in`` builds a hash table of its value set on every call: over a streamed run's
 blocks that is the whole qrels again for every block. The index instead keeps sorted 64-bit keys
-built once: the fingerprints of the query ids (:func:`ndcg_plugin.columns.fingerprints`), and for
+built once: the fingerprints of the query ids (:func:`ndcg_plugin.arrays.columns.fingerprints`), and for
 the judgments the query code in the top bits with the doc id's fingerprint below. A lookup is a
 binary search; since fingerprints are only a filter, every match is confirmed on the strings
 themselves. Distinct ids with equal keys (a collision, about 1 in 10^7 for a million judgments)
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import speedups
-from .columns import (
+from ..arrays import speedups
+from ..arrays.columns import (
     as_arrow_strings,
     columns_of,
     factorize,
@@ -37,7 +37,7 @@ from .columns import (
 def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArray | pa.Array,
                at: np.ndarray, native: bool = True) -> np.ndarray:
     """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending); ``native``:
-    compared by the C loop when it is built (:mod:`ndcg_plugin.speedups`)."""
+    compared by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=bool)
     same = speedups.equal_at(needles, rows, values, at) if native else None
@@ -80,7 +80,7 @@ def in_runs(q: np.ndarray, haystack: int) -> bool:
 def _sorted_codes(qids: pa.ChunkedArray, groups: tuple | None = None) -> tuple[pa.Array, np.ndarray]:
     """(the distinct ids in code point (UTF-8 byte) order, each row's position there): one hash
     pass over the runs of equal ids (qrels are grouped by query), and no sort when the ids come
-    sorted already. ``groups``: :func:`~ndcg_plugin.columns.group_codes` of ``qids``, when the
+    sorted already. ``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of ``qids``, when the
     caller has them."""
     codes, uniques, _ = groups if groups is not None else group_codes(qids)
     if _increasing(uniques):
@@ -111,11 +111,11 @@ class QrelsIndex:
 
     def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
                  doc_fp: np.ndarray | None = None, native: bool = True):
-        """``groups``: :func:`~ndcg_plugin.columns.group_codes` of the qrels' query ids, and
+        """``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of the qrels' query ids, and
         ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side
         reader keeps them per block). ``native``: qrels grouped by query in order have each
         query's keys sorted on their own by the C loops when they are built
-        (:mod:`ndcg_plugin.speedups`; the same order)."""
+        (:mod:`ndcg_plugin.arrays.speedups`; the same order)."""
         qids, docs, rel = columns_of(qrels, "relevance")
         self.qid_values, row_q = _sorted_codes(qids, groups)
         self._qids: np.ndarray | None = None
@@ -222,7 +222,7 @@ class QrelsIndex:
         """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged.
         ``doc_at``: pair i's doc id is ``docs[doc_at[i]]`` (ascending; None: ``docs[i]``);
         ``doc_fp``: the pairs' doc id fingerprints (``columns.fingerprints``), when the caller has them.
-        ``native``: keys looked up by the C loop when it is built (:mod:`ndcg_plugin.speedups`),
+        ``native``: keys looked up by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`),
         each among its own query's keys (the same positions)."""
         if doc_at is not None and (self.exact or doc_fp is None):
             docs, doc_at = take_sorted(as_arrow_strings(docs), doc_at), None
@@ -241,7 +241,7 @@ class QrelsIndex:
                         doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`labels` of the query codes ``codes[group]`` (``codes``: int64, each local query's
         code), without making them: ``native``, by one C loop when it is built that makes each
-        pair key and looks it up (:func:`ndcg_plugin.speedups.find_pairs`; the same pairs)."""
+        pair key and looks it up (:func:`ndcg_plugin.arrays.speedups.find_pairs`; the same pairs)."""
         n = len(group)
         found = None
         if native and not self.exact and doc_fp is not None and n and len(self.keys):

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from .compare import Comparison
-from .formatting import format_value
+from ..formatting import format_value
+from . import Comparison
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 

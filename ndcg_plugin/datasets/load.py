@@ -4,7 +4,7 @@ ir-datasets is imported lazily (it is slow to import and only needed for dataset
 is loaded through its own API (``ir_datasets.load(id).qrels_iter()``); this module only adds:
 
 - :func:`locate`, where ir-datasets reads a dataset's qrels or queries and what it expects
-  there (used to name a missing file, by :func:`info`, and by :mod:`ndcg_plugin.dataset_seed`,
+  there (used to name a missing file, by :func:`info`, and by :mod:`ndcg_plugin.datasets.seed`,
   which places local files there for offline use);
 - when ir-datasets has to download a missing file and cannot (offline, or a download that is
   not the file it expects), one line naming the file, why, and the ``seed`` command, instead of
@@ -24,8 +24,8 @@ from typing import Any
 
 import pandas as pd
 
-from . import reading
-from .errors import DatasetError
+from .. import reading
+from ..errors import DatasetError
 
 
 def import_ir_datasets():

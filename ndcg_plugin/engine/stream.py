@@ -8,7 +8,7 @@ check stays exact). Only the per-query values are kept.
 
 Runs are grouped by query in practice (TREC and MS MARCO files). A query that appears again
 after other queries were completed cannot be evaluated from the blocks kept, so the file is
-then read again whole, into memory, and evaluated as :func:`ndcg_plugin.engine.compute` does:
+then read again whole, into memory, and evaluated as :func:`ndcg_plugin.engine.block.compute` does:
 correct, with memory that grows with the run. Standard input cannot be read twice and is
 always read whole.
 
@@ -26,14 +26,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import engine, ranking, reading
-from .columns import fingerprints, from_numpy, group_codes, join_chunks, to_numpy
-from .errors import InputError
-from .qrels_index import QrelsIndex
-from .reading.ahead import ReadAhead, RunFile
-from .reading.duplicates import resolve_duplicates
-from .reading.lines import Parsed
-from .reading.sources import BLOCK_BYTES
+from .. import reading
+from ..arrays.columns import fingerprints, from_numpy, group_codes, join_chunks, to_numpy
+from ..errors import InputError
+from ..ranking import ranked as ranking
+from ..ranking.qrels_index import QrelsIndex
+from ..reading.ahead import ReadAhead, RunFile
+from ..reading.duplicates import resolve_duplicates
+from ..reading.lines import Parsed
+from ..reading.sources import BLOCK_BYTES
+from . import block as engine
 
 
 class _Regrouped(Exception):
@@ -111,7 +113,7 @@ class _Seen:
 def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: str = "auto",
                  duplicates: str = "error", block_bytes: int = BLOCK_BYTES, progress=None) -> dict:
     """Per-query values of every spec for the run file ``run`` (a path, or a :class:`RunFile`
-    opened with the same options), as :func:`ndcg_plugin.engine.compute` gives them for the whole
+    opened with the same options), as :func:`ndcg_plugin.engine.block.compute` gives them for the whole
     file read into memory. Whether a run streams is the caller's decision
     (:class:`ndcg_plugin.evaluation.Evaluation`): standard input, text and streams are refused here."""
     specs = list(dict.fromkeys(specs))

@@ -29,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import columns_of, from_numpy, group_codes, heads, to_numpy
-from .ranking import group_ranks, is_ranked, trec_eval_order
+from ..arrays.columns import columns_of, from_numpy, group_codes, heads, to_numpy
+from ..ranking.ranked import group_ranks, is_ranked, trec_eval_order
 
 PAD = np.int64(np.iinfo(np.int64).max)  # after a list's end; no UTF-8 id has this key
 RBO_VARIANTS = ("truncated", "ext")
@@ -77,7 +77,7 @@ def _short_keys(ids: pa.ChunkedArray) -> np.ndarray | None:
 
 
 def _order(group: np.ndarray, score: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """trec_eval's order (as :func:`ndcg_plugin.ranking.trec_eval_order`) from the ids' keys: in a
+    """trec_eval's order (as :func:`ndcg_plugin.ranking.ranked.trec_eval_order`) from the ids' keys: in a
     run grouped by topic and sorted by score, only the rows of tied scores are sorted."""
     if not is_ranked(group, score):
         return np.lexsort((~keys, -score, group))

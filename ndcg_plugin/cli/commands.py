@@ -3,7 +3,7 @@ datasets | trec_eval | irm``.
 
 The subcommands' handlers and the one place that sets exit codes: 0 success, 1 crosscheck
 mismatch, 2 bad input, usage or output (one message on stderr, no traceback), 130 interrupted.
-Messages and checked output go through :mod:`ndcg_plugin.terminal`.
+Messages and checked output go through :mod:`ndcg_plugin.cli.terminal`.
 """
 from __future__ import annotations
 
@@ -16,18 +16,18 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from . import cli_parser
-from .errors import DatasetError, InputError, UsageError
-from .evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
-from .formatting import SUMMARY_QID, EvalWriter
-from .measures import examples, parse_measures, registry, same_as_builtin
+from ..errors import DatasetError, InputError, UsageError
+from ..evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
+from ..formatting import SUMMARY_QID, EvalWriter
+from ..measures import examples, parse_measures, registry, same_as_builtin
+from ..trec_eval.check import crosscheck as run_crosscheck
+from ..trec_eval.check import default_measures, format_rows
+from . import parser as cli_parser
 from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
-from .trec_eval_check import crosscheck as run_crosscheck
-from .trec_eval_check import default_measures, format_rows
 
 
 def _read(data, kind: str, **options):
-    from .reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
+    from ..reading import read  # imported on use: `ndcg-plugin --help` and `measures` start fast
     return read(data, kind, **options)
 
 def _parse_measures(strings: Sequence[str]) -> list:
@@ -51,7 +51,7 @@ def _qrels_source(args) -> tuple[str | None, str | None]:
     crosscheck, compare and explain."""
     if args.qrels == "-" or os.path.exists(args.qrels):
         return args.qrels, None
-    from . import datasets
+    from ..datasets import load as datasets
     try:
         if datasets.is_dataset_id(args.qrels):
             return None, args.qrels
@@ -66,7 +66,7 @@ def _qrels(path: str | None, dataset: str | None):
     """The file path as is, or the dataset's qrels as a table (ir-datasets reads them)."""
     if path is not None:
         return path
-    from . import datasets
+    from ..datasets import load as datasets
     return datasets.load_qrels(dataset)
 
 
@@ -81,7 +81,7 @@ def _dataset_measures(dataset: str | None) -> list:
     if dataset is None:
         raise UsageError(f"give at least one measure, e.g. {' '.join(examples())} (only a dataset id has "
                          f"default measures)")
-    from .datasets import official_measures
+    from ..datasets.load import official_measures
     official = _parse_measures(official_measures(dataset))
     if not official:
         raise UsageError(f"{dataset} documents no official measures; give measures explicitly")
@@ -162,7 +162,7 @@ def _progress(args):
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
     printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
-    from .spark import command
+    from ..spark import command
     try:
         with command.files(args, measures) as (ev, results):
             for qid, values in (ev.rows() if args.by_query else ()):
@@ -180,7 +180,7 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
 
 
 def cmd_datasets_seed(args) -> int:
-    from .dataset_seed import seed
+    from ..datasets.seed import seed
     placed = []
     try:
         for done in seed(args.dataset, qrels=args.qrels, queries=args.queries, force=args.force):
@@ -194,7 +194,7 @@ def cmd_datasets_seed(args) -> int:
 
 
 def cmd_datasets_info(args) -> int:
-    from .datasets import info
+    from ..datasets.load import info
     data = info(args.dataset)
     print(f"dataset: {data['dataset']}")
     print(f"official measures: {' '.join(data['official_measures']) or '(none documented)'}")
@@ -255,8 +255,8 @@ def cmd_explain(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from . import compare as cmp
-    from . import compare_writers as writers
+    from .. import compare as cmp
+    from ..compare import writers
     if len(args.runs) < 2:
         raise UsageError(f"compare needs two or more runs to test against each other, got one ({args.runs[0]}); "
                          "to evaluate one run, use: ndcg-plugin eval QRELS RUN MEASURE ...")
@@ -296,10 +296,10 @@ def cmd_compare(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    """``reproduce runs|table``: computed and laid out by :func:`ndcg_plugin.reproduce_writers.command`."""
+    """``reproduce runs|table``: computed and laid out by :func:`ndcg_plugin.cli.reproduce.command`."""
     from argparse import Namespace
 
-    from .reproduce_writers import command
+    from .reproduce import command
     try:
         text, note, code = command(args, lambda qrels: _qrels(*_qrels_source(Namespace(qrels=qrels))))
     except ValueError as e:
@@ -321,8 +321,8 @@ def cmd_measures(args) -> int:
 
 
 def cmd_trec_eval(args) -> int:
-    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.trec_eval_cli`)."""
-    from . import trec_eval_cli
+    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.trec_eval.command`)."""
+    from ..trec_eval import command as trec_eval_cli
     return trec_eval_cli.main(args.argv)
 
 
@@ -348,7 +348,7 @@ HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compa
 
 
 def build_parser():
-    """The argument parser (:mod:`ndcg_plugin.cli_parser`)."""
+    """The argument parser (:mod:`ndcg_plugin.cli.parser`)."""
     return cli_parser.build_parser()
 
 

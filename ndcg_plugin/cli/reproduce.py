@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .formatting import ALL_DIGITS, format_value
-from .reproduce import DEFAULT_CUTOFFS, RUNS, Reproduction, compute_runs, table
+from ..formatting import ALL_DIGITS, format_value
+from ..reproduce import DEFAULT_CUTOFFS, RUNS, Reproduction, compute_runs, table
 
 OUTPUTS = ("markdown", "latex", "csv", "jsonl")
 _LATEX = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
@@ -206,7 +206,7 @@ def command(args, resolve) -> tuple[str, str | None, int]:
     read = {"run_format": args.run_format, "duplicates": args.duplicates}
     target = None
     if getattr(args, "plot", None):  # checked before the work
-        from .compare_writers import plot_target
+        from ..compare.writers import plot_target
         try:
             target = plot_target(args.plot)
         except ValueError as e:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ir_measures.measures.base import Agg, MeanAgg
 
-from .exact import ExactSum, ratio
+from ..arrays.exact import ExactSum, ratio
 
 
 @dataclass
@@ -61,7 +61,7 @@ class ArrayAgg(Agg):
 
 
 class ExactMeanAgg(ArrayAgg):
-    """The mean of the values added, summed exactly and rounded once (:mod:`ndcg_plugin.exact`), so
+    """The mean of the values added, summed exactly and rounded once (:mod:`ndcg_plugin.arrays.exact`), so
     that it does not depend on the order of the values; NaN when none was added. A value that is
     not finite makes the mean NaN or infinite, as a float sum would."""
 
@@ -177,7 +177,7 @@ class MicroAgg(ArrayAgg):
         if not isinstance(value, ItemValue):
             raise TypeError(
                 f"an item-level measure's micro average needs per-query values that carry hits and returned "
-                f"counts (ndcg_plugin.aggregate.ItemValue), got a plain {type(value).__name__} {value!r}; "
+                f"counts (ndcg_plugin.measures.aggregate.ItemValue), got a plain {type(value).__name__} {value!r}; "
                 f"a mean of per-query ratios would be a different (macro) average")
         self.hits.add_value(value.hits)
         self.returned.add_value(value.returned)

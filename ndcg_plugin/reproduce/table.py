@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .errors import InputError
-from .measures import parse_measures
-from .reading.sources import source_name
-from .reproduce_scores import check_topics, evaluate, read_qrels, read_run, topics_of
+from ..errors import InputError
+from ..measures import parse_measures
+from ..reading.sources import source_name
+from .scores import check_topics, evaluate, read_qrels, read_run, topics_of
 
 REQUIRED = ("run", "measure", "value")
 OPTIONAL = ("decimals",)

@@ -5,8 +5,8 @@ Logs written per user are usually sorted by user id, in the ids' string order or
 integer ids, in numeric order. Then each block of whole queries of the run needs only the
 qrels of the queries up to its last one: the qrels are read in blocks too (on a worker thread,
 as the run is), those qrels rows are indexed on their own (a small
-:class:`ndcg_plugin.qrels_index.QrelsIndex`), the block is evaluated against them, and its values
-go to an aggregator (:class:`ndcg_plugin.aggregate.Aggregates`); qrels queries the run lacks
+:class:`ndcg_plugin.ranking.qrels_index.QrelsIndex`), the block is evaluated against them, and its values
+go to an aggregator (:class:`ndcg_plugin.measures.aggregate.Aggregates`); qrels queries the run lacks
 are evaluated as the in-memory engine evaluates them (no row), in the block that passes them.
 
 The work is spread over threads, since numpy and Arrow release the GIL for most of it: the
@@ -35,16 +35,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import engine, ranking
-from .columns import fingerprints, group_codes, query_pieces, slice_groups
-from .errors import BLOCK_BYTES, InputError
-from .qrels_index import QrelsIndex
-from .reading import concat
-from .reading.ahead import read_ahead
-from .reading.duplicates import resolve_duplicates
-from .reading.formats import LAYOUTS
-from .reading.lines import Parsed
-from .reading.sources import pieces, source_name
+from ..arrays.columns import fingerprints, group_codes, query_pieces, slice_groups
+from ..errors import BLOCK_BYTES, InputError
+from ..ranking import ranked as ranking
+from ..ranking.qrels_index import QrelsIndex
+from ..reading import concat
+from ..reading.ahead import read_ahead
+from ..reading.duplicates import resolve_duplicates
+from ..reading.formats import LAYOUTS
+from ..reading.lines import Parsed
+from ..reading.sources import pieces, source_name
+from . import block as engine
 from .stream import complete_queries
 
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
@@ -94,7 +95,7 @@ class _Order:
 class _Piece:
     """A block of whole queries, each query one run of rows and the queries strictly increasing in
     the order (checked by the caller), with their keys, where each starts, and the block's
-    :func:`~ndcg_plugin.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
+    :func:`~ndcg_plugin.arrays.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
     a query's code is its position among the block's queries."""
 
     def __init__(self, parsed: Parsed, order: _Order, groups: tuple, doc_fp: np.ndarray):

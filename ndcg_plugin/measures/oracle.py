@@ -1,6 +1,6 @@
 """trec_eval as an oracle: per-query values of trec_eval measures on (qrels, run) dicts, through
 pytrec_eval or a trec_eval binary, and the pieces the families' counterparts are built from
-(:meth:`ndcg_plugin.measures.Family.counterpart`; :mod:`ndcg_plugin.trec_eval_check` compares).
+(:meth:`ndcg_plugin.measures.Family.counterpart`; :mod:`ndcg_plugin.trec_eval.check` compares).
 
 The cut to k (trec_eval's ``-M k``) is done here, independently of the engine, with Python's
 ``sorted`` on (score descending, doc id descending), trec_eval's order. trec_eval is always run
@@ -74,7 +74,7 @@ def cut_run(run: dict, k: int) -> dict:
 
 
 def per_query(values: list, hits: list | None = None, returned: list | None = None) -> Values:
-    """Lists over the qrels queries as :class:`ndcg_plugin.aggregate.Values`."""
+    """Lists over the qrels queries as :class:`ndcg_plugin.measures.aggregate.Values`."""
     import numpy as np  # imported on use: `import ndcg_plugin` stays light
 
     def array(x):

@@ -1,6 +1,6 @@
 """Reproduction reports: how close reproduced runs are to the original runs (:func:`runs`), and
 how close a reproduced table is to a paper's printed table (:func:`table`, in
-:mod:`ndcg_plugin.reproduce_table`). docs/reproduce.md defines every statistic, with its
+:mod:`ndcg_plugin.reproduce.table`). docs/reproduce.md defines every statistic, with its
 reference and where it differs from repro_eval 0.5.0.
 
 Runs mode follows Breuer et al., "How to Measure the Reproducibility of System-Oriented IR
@@ -8,7 +8,7 @@ Experiments" (SIGIR 2020). The original baseline and advanced runs are compared 
 reproductions, each pair as ``run`` ``baseline`` or ``advanced``:
 
 - ranked lists (same collection only): KTU and RBO per topic and their means, at each cutoff
-  (:mod:`ndcg_plugin.reproduce_lists`; documents in trec_eval's order);
+  (:mod:`ndcg_plugin.reproduce.lists`; documents in trec_eval's order);
 - effectiveness, per measure: ARP, the number ``eval`` prints, of each of the four runs; RMSE of
   the per-topic values (same collection only);
 - overall effects, per measure: ER and DeltaRI from the four ARPs;
@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import reproduce_lists as lists
-from .measures import parse_measures
-from .reading.sources import source_name
-from .reproduce_scores import Scored, check_topics, evaluate, read_qrels, read_run, topics_of
+from ..measures import parse_measures
+from ..reading.sources import source_name
+from . import lists
+from .scores import Scored, check_topics, evaluate, read_qrels, read_run, topics_of
 
 #: the paper's cutoffs for KTU and RBO
 DEFAULT_CUTOFFS = (5, 10, 20, 50, 100, 1000)
@@ -277,6 +277,6 @@ def runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baseline: Any, 
 
 
 def table(published: Any, qrels: Any, runs: Any, **options) -> pd.DataFrame:
-    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce_table.table`."""
-    from . import reproduce_table
+    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce.table.table`."""
+    from . import table as reproduce_table
     return reproduce_table.table(published, qrels, runs, **options)

@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import reading
-from .aggregate import Values
-from .columns import columns_of, group_codes
-from .errors import InputError
-from .evaluation import ENGINE, Evaluation, aggregate, route
+from .. import reading
+from ..arrays.columns import columns_of, group_codes
+from ..errors import InputError
+from ..evaluation import ENGINE, Evaluation, aggregate, route
+from ..measures.aggregate import Values
 
 
 @dataclass
@@ -98,7 +98,7 @@ def blocks(run: Any, rows: int | None = None) -> list:
 
 
 def _engine_in_blocks(measures: list, run: Any, qrels_table, position: dict) -> tuple[dict, np.ndarray]:
-    """The engine's per-query values (:class:`ndcg_plugin.aggregate.Values` by measure) of the whole
+    """The engine's per-query values (:class:`ndcg_plugin.measures.aggregate.Values` by measure) of the whole
     run, from :class:`Evaluation` on each of its :func:`blocks`, and the topic positions they are
     over: a topic's values come from its block (a topic in no block: from the first)."""
     combined: dict = {}

@@ -1,6 +1,6 @@
 """Compare runs: per run, each measure's aggregate (as ``ndcg-plugin eval`` prints it) and
 paired significance tests against a baseline, with a multiple-comparison correction. The
-result is a :class:`Comparison`; :mod:`ndcg_plugin.compare_writers` lays it out (Markdown,
+result is a :class:`Comparison`; :mod:`ndcg_plugin.compare.writers` lays it out (Markdown,
 LaTeX booktabs, CSV, JSON lines, a per-query difference plot).
 
 Each measure is computed as ``eval`` computes it (:class:`ndcg_plugin.evaluation.Evaluation`:
@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import reading
-from .evaluation import Evaluation, qrels_queries
-from .measures import parse_measures
+from .. import reading
+from ..evaluation import Evaluation, qrels_queries
+from ..measures import parse_measures
 
 TESTS = ("t", "randomization", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", "none")

@@ -69,7 +69,7 @@ def _strings(arr: pa.Array) -> tuple[np.ndarray, int, object] | None:
 
 def fingerprints_into(arr: pa.Array, out: np.ndarray) -> bool:
     """Write the fingerprints of the strings of ``arr`` into ``out`` (uint64, C-contiguous), as
-    :func:`ndcg_plugin.columns.fingerprints` defines them; False (nothing written) when the C
+    :func:`ndcg_plugin.arrays.columns.fingerprints` defines them; False (nothing written) when the C
     loops are not at hand or the array is not of strings."""
     if not available() or len(arr) == 0 or arr.null_count or out.dtype != np.uint64 or not out.flags.c_contiguous:
         return False
@@ -83,7 +83,7 @@ def fingerprints_into(arr: pa.Array, out: np.ndarray) -> bool:
 
 def heads_of(arr: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
     """(head, length) of the strings of ``arr`` (at ``rows``, int64 positions, or all for None),
-    as :func:`ndcg_plugin.columns.heads` defines them; None when the C loops are not at hand."""
+    as :func:`ndcg_plugin.arrays.columns.heads` defines them; None when the C loops are not at hand."""
     if not available() or arr.null_count:
         return None
     parts = _strings(arr)
@@ -150,7 +150,7 @@ def empty_field(data: bytes, start: int, end: int, delimiter: bytes, first_colum
 
 def increasing_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
     """The group codes (int32, counted from 0 in order of first appearance) of strings that never
-    decrease in byte order (a file sorted by query id), as :func:`ndcg_plugin.columns.group_codes`
+    decrease in byte order (a file sorted by query id), as :func:`ndcg_plugin.arrays.columns.group_codes`
     gives them; None when some string is smaller than the one before it (the caller then hashes),
     or when the C loops are not at hand."""
     if not available() or arr.null_count or len(arr) >= 2**31:
@@ -192,7 +192,7 @@ def ideal_dcg(codes: np.ndarray, labels: np.ndarray, nq: int, cutoff: int | None
 
 def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarray | None,
                group: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(:func:`ndcg_plugin.ranking.ranked_top`, the local codes of its rows) of a ranked run whose
+    """(:func:`ndcg_plugin.ranking.ranked.ranked_top`, the local codes of its rows) of a ranked run whose
     rows of query j are coded j in ``group`` (int32 or int64): a query's local code is its number
     among the queries kept (``only``; every query for None). None when a row is coded otherwise,
     when the sizes do not add up to the rows, or when the C loops are not at hand."""
@@ -207,7 +207,7 @@ def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarra
 
 def ranked_rows(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged: np.ndarray, order: np.ndarray,
                 depth: int | None, whole_ties: bool) -> tuple[np.ndarray, ...] | None:
-    """(q, rank, rel, judged, score) of :func:`ndcg_plugin.ranking.ranked_arrays`: the rows in
+    """(q, rank, rel, judged, score) of :func:`ndcg_plugin.ranking.ranked.ranked_arrays`: the rows in
     ``order`` (a permutation that keeps each group's rows together, groups never going down),
     ranked within their group, those ranked below ``depth`` kept (and with ``whole_ties`` those
     that tie with the last of them). None when the groups go down, when ``order`` holds a row
@@ -281,7 +281,7 @@ def equal_at(a: pa.ChunkedArray, a_rows: np.ndarray, b: pa.ChunkedArray | pa.Arr
 
 
 def split_sums(values: np.ndarray) -> list[tuple[int, int, int, int, int]] | None:
-    """:func:`ndcg_plugin.exact.split_sums` of a float64 array (the same list; ValueError for a value
+    """:func:`ndcg_plugin.arrays.exact.split_sums` of a float64 array (the same list; ValueError for a value
     that is not finite); None when the C loops are not at hand."""
     if not available() or values.dtype != np.float64:
         return None
@@ -289,10 +289,10 @@ def split_sums(values: np.ndarray) -> list[tuple[int, int, int, int, int]] | Non
 
 
 def ranked_tie_order(group: np.ndarray, score: np.ndarray, heads_at) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`ndcg_plugin.ranking.trec_eval_order` of ranked rows (grouped, scores descending in
+    """:func:`ndcg_plugin.ranking.ranked.trec_eval_order` of ranked rows (grouped, scores descending in
     each group) and the rows in ties: the rows' own order but for each run of tied rows (one
     group, one score) put in doc id order, descending, stably. ``heads_at(rows)``: the
-    :func:`~ndcg_plugin.columns.heads` of those rows' doc ids. None when the C loops are not at
+    :func:`~ndcg_plugin.arrays.columns.heads` of those rows' doc ids. None when the C loops are not at
     hand or an id in a tie is longer than 8 bytes (its head and length then do not order it)."""
     g = _codes(group)
     if not available() or g is None or score.dtype != np.float64 or len(g) != len(score):

@@ -47,7 +47,7 @@ def split_sums(values: Any, native: bool = True) -> list[tuple[int, int, int, in
     """(E, sum of hi, sum of mid, sum of lo, how many) for each E among the values' :func:`split`, a
     numpy array of finite doubles (at most 2^35), summed a slice at a time (the temporaries stay in
     cache); exact (each sum stays below 2^53 in float64). What :meth:`ExactSum.add_parts` takes.
-    ``native``: in one C loop when it is built (:mod:`ndcg_plugin.speedups`; the same sums)."""
+    ``native``: in one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same sums)."""
     import numpy as np
 
     from . import speedups

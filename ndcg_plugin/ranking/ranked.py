@@ -1,7 +1,7 @@
 """Ranking a run as trec_eval does, on columns: the run's rows joined to the qrels queries (the
-qrels indexed once, :class:`ndcg_plugin.qrels_index.QrelsIndex`), cut to the rows that can rank
+qrels indexed once, :class:`ndcg_plugin.ranking.qrels_index.QrelsIndex`), cut to the rows that can rank
 within the deepest cutoff, ordered by score descending then doc id descending (trec_eval's tie
-rule), relevance joined where needed. :mod:`ndcg_plugin.engine` hands the :class:`RankedRun`
+rule), relevance joined where needed. :mod:`ndcg_plugin.engine.block` hands the :class:`RankedRun`
 this gives to each measure family.
 
 Queries are numbered twice: ``q`` is a query's code in the qrels index, and the rows of a run
@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import speedups
-from .columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
+from ..arrays import speedups
+from ..arrays.columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
 
@@ -263,8 +263,8 @@ def top_rows(score: np.ndarray, sizes: np.ndarray, depth: int, matched: np.ndarr
              native: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(:func:`ranked_top` of the queries ``matched``, each of those rows' local code: its query's
     number among the matched ones) of a ranked run whose query codes ``group`` count the queries
-    in order (:func:`is_ranked`, codes of :func:`~ndcg_plugin.columns.group_codes`). ``native``: by
-    one C loop when it is built (:mod:`ndcg_plugin.speedups`; the same arrays)."""
+    in order (:func:`is_ranked`, codes of :func:`~ndcg_plugin.arrays.columns.group_codes`). ``native``: by
+    one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
     every = bool(matched.all())
     found = speedups.ranked_top(score, sizes, depth, None if every else matched, group) if native else None
     if found is not None:
@@ -314,7 +314,7 @@ def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array, doc_a
     order is the rows' own but for tied rows put in doc id order, and the positions are those
     rows (often none); None when the order is a sort of the rows. ``ranked``: the rows are known
     to be ranked (the top rows of a ranked run), not checked again. ``native``: a ranked run's
-    ties put in order by the C loops when they are built (:mod:`ndcg_plugin.speedups`)."""
+    ties put in order by the C loops when they are built (:mod:`ndcg_plugin.arrays.speedups`)."""
     if ranked or is_ranked(group, score):
         found = None if not native else \
             speedups.ranked_tie_order(group, score, lambda rows: heads(docs, rows if doc_at is None else doc_at[rows]))
@@ -381,7 +381,7 @@ def ranked_arrays(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged:
     ``moved``) of :func:`_trec_eval_order`, ranked within their query, those ranked below ``depth``
     (all for None) kept, and with ``whole_ties`` those tied with the last of them (a tie group
     that straddles the cutoff stays whole, for ties="average"). ``native``: by one C loop when
-    it is built (:mod:`ndcg_plugin.speedups`; the same arrays)."""
+    it is built (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
     found = speedups.ranked_rows(group, score, rel, judged, order, depth, whole_ties) if native else None
     if found is not None:
         return found

@@ -140,7 +140,7 @@ def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> 
     integers: the Spark worker's integer ids); anything else as strings. ``hash_always``: hash
     the runs' values even when they increase (the same result; for tests that compare the two
     ways). ``native``: strings that never decrease are coded by one C loop when it is built
-    (:mod:`ndcg_plugin.speedups`; the same result)."""
+    (:mod:`ndcg_plugin.arrays.speedups`; the same result)."""
     integers = isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type)
     arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
         else as_arrow_strings(values)
@@ -278,7 +278,7 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray, native: bool = True) -> N
 
 def fingerprints(values: Any, native: bool = True) -> np.ndarray:
     """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length. ``native``:
-    through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same numbers)."""
+    through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
     out = np.empty(len(arr), dtype=np.uint64)
     jobs, pos = [], 0
@@ -297,7 +297,7 @@ def heads(values: Any, rows: np.ndarray | None = None, native: bool = True) -> t
     shorter string's end) and its length in bytes. For strings of at most 8 bytes, (head, length)
     orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart.
     ``rows``: of the strings at these positions only, read in place (no copy of the strings).
-    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.speedups`; the same numbers)."""
+    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
     if native and arr.num_chunks == 1:
         found = speedups.heads_of(arr.chunk(0), rows)

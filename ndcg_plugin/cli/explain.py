@@ -4,8 +4,8 @@ For each rank: doc id, score, relevance, then what the measure's family adds (fo
 discount 1/log2(rank+1), contribution and cumulative DCG, the ideal ranking with its IDCG and
 the ratio; for the others the relevant rows and the first relevant rank or the hits). Tied
 scores are listed with the order trec_eval gives them. The rows and the value come from the
-engine itself (:func:`ndcg_plugin.engine.explain_query`, built from what
-:func:`ndcg_plugin.engine.compute` uses), so the explanation and the score cannot disagree; each
+engine itself (:func:`ndcg_plugin.engine.block.explain_query`, built from what
+:func:`ndcg_plugin.engine.block.compute` uses), so the explanation and the score cannot disagree; each
 family lays out its own part (:meth:`ndcg_plugin.measures.Family.explain`).
 """
 from __future__ import annotations
@@ -19,9 +19,10 @@ import ir_measures
 import numpy as np
 import pandas as pd
 
-from . import engine, reading
-from .formatting import format_value
-from .measures import PluginMeasure, family, measures, spec_of
+from .. import reading
+from ..engine import block as engine
+from ..formatting import format_value
+from ..measures import PluginMeasure, family, measures, spec_of
 
 
 @dataclass

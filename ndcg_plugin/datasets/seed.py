@@ -2,7 +2,7 @@
 reads them for a dataset (under ``IR_DATASETS_HOME``), in the form it reads them (plain or
 gzip), verifying the md5 that ir-datasets records when the file is placed byte for byte, and the
 counts ir-datasets records (lines, queries, relevance levels) when the file had to be transformed
-or no md5 is recorded. Where a file goes is :func:`ndcg_plugin.datasets.locate`'s answer."""
+or no md5 is recorded. Where a file goes is :func:`ndcg_plugin.datasets.load.locate`'s answer."""
 from __future__ import annotations
 
 import gzip
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets import Target, import_ir_datasets, load_dataset, locate
-from .errors import DatasetError, InputError
+from ..errors import DatasetError, InputError
+from .load import Target, import_ir_datasets, load_dataset, locate
 
 
 def _metadata(dataset_id: str, kind: str) -> dict:
@@ -41,7 +41,7 @@ class Seeded:
 
 def _counts(owner: str, kind: str, text: str, source: str) -> tuple[bool, str]:
     """(whether the content has the counts ir-datasets records for ``owner``, a summary)."""
-    from . import reading
+    from .. import reading
 
     meta = _metadata(owner, kind)
     if kind == "qrels":

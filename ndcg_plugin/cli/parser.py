@@ -1,6 +1,6 @@
 """The command line's arguments: one parser per subcommand, with the options they share
 defined once (parent parsers). Each subcommand sets ``handler``, the name of its function in
-:mod:`ndcg_plugin.cli`."""
+:mod:`ndcg_plugin.cli.commands`."""
 from __future__ import annotations
 
 import argparse
@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from .errors import BLOCK_BYTES
-from .formatting import OUTPUTS, places_option
-from .measures import examples
-from .trec_eval_check import default_measures
+from ..errors import BLOCK_BYTES
+from ..formatting import OUTPUTS, places_option
+from ..measures import examples
+from ..trec_eval.check import default_measures
 
 BLOCK_MIB = BLOCK_BYTES >> 20  # the reader's block size, in MiB
 
@@ -249,7 +249,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__
+        from ..version import __version__
         print(f"ndcg-plugin {__version__} (ir-measures {_version_of('ir-measures')}, "
               f"pytrec-eval-terrier {_version_of('pytrec-eval-terrier')})")
         parser.exit()
@@ -282,7 +282,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; eval's measures may also come after options (``eval Q R -p 6 nDCG@10``),
     which argparse alone leaves unrecognized once the positionals before the options are taken."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.trec_eval_cli
+    if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.trec_eval.command
         return argparse.Namespace(command="trec_eval", handler="trec_eval", argv=argv[1:])
     if argv[:1] == ["irm"]:  # the ir_measures command's own arguments, parsed by it
         return argparse.Namespace(command="irm", handler="irm", argv=argv[1:])
