@@ -138,3 +138,60 @@ def test_no_module_or_test_uses_another_modules_private_names():
     tests = sorted((ROOT / "tests").glob("*.py"))
     found = [use for p in [*MODULES, *tests] for use in _private_uses(p)]
     assert not found, found
+
+
+# The package's layers, lowest first: a module may import modules of its own folder (or itself, at
+# the root) and of any lower layer, never of its own layer's other members or of a higher one. A
+# folder is one node; a module at the package root is one node.
+LAYERS = [
+    {"errors", "version", "formatting"},       # names every module shares, how a number prints
+    {"arrays"},                                # column helpers, exact sums, the C loops
+    {"reading", "ranking"},                    # every input to columns; a run ranked as trec_eval ranks it
+    {"measures"},                              # specifications, the families, values and aggregators
+    {"engine", "datasets", "docs"},            # blocks evaluated and streamed; ir-datasets; the docs page
+    {"evaluation", "spark"},                   # the one evaluation path; the same measures on Spark
+    {"provider", "compare", "reproduce", "trec_eval"},  # what is built on an Evaluation
+    {"__init__", "cli"},                       # the public API; the command line (the only exit codes)
+    {"__main__"},
+]
+ROOT_MODULE_LIMIT = 10  # modules at the package root besides __init__ and __main__
+
+
+def _node(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    level = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    out = []
+    for module, targets in sorted(graph.items()):
+        here = _node(module)
+        for target in sorted(targets):
+            there = _node(target)
+            if there != here and not level[there] < level[here]:
+                out.append(f"{module} -> {target} ({here} is layer {level[here]}, {there} layer {level[there]})")
+    return out
+
+
+def test_every_module_belongs_to_a_layer():
+    level = {name for layer in LAYERS for name in layer}
+    assert sorted({_node(_name(p)) for p in MODULES} - level) == []
+
+
+def test_no_import_runs_upward_or_sideways():
+    assert _upward_imports({_name(p): _imports(p) for p in MODULES}) == []
+
+
+def test_the_layer_check_can_fail():
+    graph = {"ndcg_plugin.arrays.columns": {"ndcg_plugin.reading.lines"},  # upward
+             "ndcg_plugin.reading.lines": {"ndcg_plugin.ranking.ranked"},  # sideways, one layer
+             "ndcg_plugin.engine.block": {"ndcg_plugin.engine.stream", "ndcg_plugin.errors"}}  # allowed
+    assert [line.split(" (")[0] for line in _upward_imports(graph)] == [
+        "ndcg_plugin.arrays.columns -> ndcg_plugin.reading.lines",
+        "ndcg_plugin.reading.lines -> ndcg_plugin.ranking.ranked"]
+
+
+def test_few_modules_at_the_package_root():
+    root = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(root) <= ROOT_MODULE_LIMIT, root
