@@ -4,12 +4,14 @@ from __future__ import annotations
 import importlib
 import math
 import pickle
+import re
 
 import ir_measures
 import pytest
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
+from ndcg_plugin.measures import spec_of
 from ndcg_plugin.measures.aggregate import ItemValue, MicroAgg
 
 NAMES = ["NDCG_lin", "NDCG_exp", "HitRate", "HitRate_item", "MRR_zero", "MRR_ignore"]
@@ -161,3 +163,33 @@ def test_same_as_builtin(builtin, mine):
     from ndcg_plugin.measures import same_as_builtin
     got = same_as_builtin(ir_measures.parse_measure(builtin))
     assert (None if got is None else str(got)) == mine
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(family="bogus", variant="linear", cutoff=10), "bogus"),
+    (dict(family="ndcg", variant="cubic", cutoff=10), "no variant 'cubic'"),
+    (dict(family="ndcg", variant="linear", cutoff=10, ideal="bogus"), "ideal must be 'qrels' or 'run', got 'bogus'"),
+    (dict(family="ndcg", variant="linear", cutoff=10, ties="bogus"), "ties must be 'trec' or 'average', got 'bogus'"),
+    (dict(family="ndcg", variant="linear", cutoff=0), "cutoff must be None or an integer >= 1, got 0"),
+    (dict(family="ndcg", variant="linear", cutoff=True), "cutoff must be None or an integer >= 1, got True"),
+    (dict(family="ndcg", variant="linear", cutoff=2.5), "cutoff must be None or an integer >= 1, got 2.5"),
+    (dict(family="mrr", variant="zero", cutoff=10, rel="2"), "rel must be an integer, got '2'"),
+    (dict(family="mrr", variant="zero", cutoff=10, judged_only=1), "judged_only must be True or False, got 1"),
+    (dict(family="ndcg", variant="linear", cutoff=10, gains={2: 3}), "gains must be a sorted tuple"),
+    (dict(family="ndcg", variant="linear", cutoff=10, gains=((2, 3), (1, 1))), "gains must be a sorted tuple"),
+    (dict(family="ndcg", variant="linear", cutoff=10, gains=((2.0, 3),)), "gains must be a sorted tuple"),
+])
+def test_a_spec_refuses_by_name_every_value_a_backend_would_not_know(fields, message):
+    # Spec("ndcg", "linear", 10, ideal="bogus", ties="bogus") once computed as ideal='qrels', ties='trec'
+    from ndcg_plugin.errors import Unsupported
+    from ndcg_plugin.measures.base import Spec
+    with pytest.raises(Unsupported, match=re.escape(message)):
+        Spec(**fields)
+
+
+def test_the_specs_of_every_measure_are_valid():
+    from ndcg_plugin.measures.base import Spec
+    assert Spec("ndcg", "exp", None, rel=2, ideal="run", gains=((0, 0.5), (2, 3)), judged_only=True, ties="average")
+    for measure in ndcg_plugin.parse_measures(["NDCG_exp(ideal='run',gains={2:3,1:1})@10 MRR_ignore(rel=2)@5 "
+                                               "HitRate_item(ties='average')@3 nDCG@10 RR(rel=2)@10 Success@3"]):
+        assert spec_of(measure).family in ("ndcg", "mrr", "hitrate")

@@ -39,6 +39,40 @@ class Spec:
     judged_only: bool = False
     ties: str = "trec"     # "trec" (doc id descending) | "average" (expected value over tied orders)
 
+    def __post_init__(self) -> None:
+        """Every field a backend dispatches on is checked here, so that no backend computes a value
+        it does not know as another (``ideal='bogus'`` as ``'qrels'``): an unknown family or
+        variant is refused by the registry, by name; the other fields say what was expected."""
+        from .registry import family  # the registry imports this module: looked up on use
+        known = family(self.family).variants  # Unsupported for an unknown family
+        if self.variant not in known:
+            raise Unsupported(f"Spec: the {self.family} family has no variant {self.variant!r} "
+                              f"(known: {', '.join(sorted(known))})")
+        _expect(self.cutoff is None or (_is_int(self.cutoff) and self.cutoff >= 1),
+                "cutoff", "None or an integer >= 1", self.cutoff)
+        _expect(_is_int(self.rel), "rel", "an integer", self.rel)
+        _expect(self.ideal in IDEALS, "ideal", " or ".join(map(repr, IDEALS)), self.ideal)
+        _expect(self.ties in TIE_ORDERS, "ties", " or ".join(map(repr, TIE_ORDERS)), self.ties)
+        _expect(isinstance(self.judged_only, bool), "judged_only", "True or False", self.judged_only)
+        _expect(isinstance(self.gains, tuple) and all(
+            isinstance(g, tuple) and len(g) == 2 and _is_int(g[0]) and isinstance(g[1], numbers.Real)
+            and not isinstance(g[1], bool) for g in self.gains) and list(self.gains) == sorted(self.gains),
+            "gains", "a sorted tuple of (integer label, real gain) pairs", self.gains)
+
+
+#: the values of :class:`Spec`'s fields that backends dispatch on
+IDEALS = ("qrels", "run")
+TIE_ORDERS = ("trec", "average")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _expect(ok: bool, field: str, expected: str, got: Any) -> None:
+    if not ok:
+        raise Unsupported(f"Spec: {field} must be {expected}, got {got!r}")
+
 
 def pick(table: dict, spec: Spec, backend: str) -> Any:
     """``table[spec.variant]``: a family's per-variant piece for a backend, or Unsupported naming
@@ -52,7 +86,7 @@ def pick(table: dict, spec: Spec, backend: str) -> Any:
 
 CUTOFF_DESC = "ranking cutoff threshold k (a positive integer)"
 REL_DESC = "minimum relevance label that counts as relevant (inclusive, >= 1; TREC DL uses 2)"
-TIES = ParamInfo(dtype=str, choices=["trec", "average"], default="trec",
+TIES = ParamInfo(dtype=str, choices=list(TIE_ORDERS), default="trec",
                  desc="tied scores: 'trec' orders them by doc id descending (trec_eval); 'average' takes the "
                       "expected value over all orders of the tied docs, in closed form (see ndcg_plugin.measures.ties)")
 #: the parameters of the families with a required cutoff and a relevance threshold

@@ -8,12 +8,12 @@ from typing import Any
 
 from ir_measures.measures.base import ParamInfo
 
-from .base import TIES, Family, PluginMeasure, Spec, builtin_common, param, pick, refuse
+from .base import IDEALS, TIES, Family, PluginMeasure, Spec, builtin_common, param, pick, refuse
 
 _PARAMS = {
     "cutoff": ParamInfo(dtype=int, required=False,
                         desc="ranking cutoff threshold k; without it the whole ranked list counts"),
-    "ideal": ParamInfo(dtype=str, choices=["qrels", "run"], default="qrels",
+    "ideal": ParamInfo(dtype=str, choices=list(IDEALS), default="qrels",
                        desc="ideal ranking from all judged docs of the query ('qrels', as trec_eval) "
                             "or from the docs the run retrieved for the query, all of them ('run', as sklearn)"),
     "gains": ParamInfo(dtype=dict, desc="custom gain per relevance label {rel: gain}; unlisted labels keep "
