@@ -6,7 +6,6 @@ from typing import Literal
 
 Kind = Literal["qrels", "run"]
 VALUE_COLUMN = {"qrels": "relevance", "run": "score"}
-BLOCK_BYTES = 1 << 23  # the reader's block: 8 MiB of text (ndcg_plugin.reading.sources)
 
 
 class InputError(ValueError):

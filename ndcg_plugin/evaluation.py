@@ -27,9 +27,10 @@ from typing import Any
 import ir_measures
 from ir_measures import Metric
 
-from .errors import BLOCK_BYTES, InputError
+from .errors import InputError
 from .measures import PluginMeasure, registry, spec_of
 from .measures.aggregate import aggregate_arrays, per_query_values
+from .sizes import BLOCK_BYTES
 
 #: the name of the plugin's engine among ir-measures' providers
 ENGINE = "ndcg_plugin"

@@ -288,6 +288,7 @@ def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, r
     # differently (judged_only, ideal='run', ties='average')
     import numpy as np
 
+    from ndcg_plugin import sizes
     from ndcg_plugin.engine import block as engine
     from ndcg_plugin.measures import spec_of
     from ndcg_plugin.ranking.qrels_index import QrelsIndex
@@ -305,7 +306,7 @@ def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, r
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         whole = engine.compute(index, run, specs, counts=[])
-        monkeypatch.setattr(engine, "BLOCK_ROWS", block_rows)
+        monkeypatch.setattr(sizes, "BLOCK_ROWS", block_rows)
         blocks = engine.compute_in_blocks(index, run, specs)
     for spec in specs:
         for a, b in ((whole[spec].values, blocks[spec].values), (whole[spec].hits, blocks[spec].hits),

@@ -166,8 +166,6 @@ def test_same_as_builtin(builtin, mine):
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(family="bogus", variant="linear", cutoff=10), "bogus"),
-    (dict(family="ndcg", variant="cubic", cutoff=10), "no variant 'cubic'"),
     (dict(family="ndcg", variant="linear", cutoff=10, ideal="bogus"), "ideal must be 'qrels' or 'run', got 'bogus'"),
     (dict(family="ndcg", variant="linear", cutoff=10, ties="bogus"), "ties must be 'trec' or 'average', got 'bogus'"),
     (dict(family="ndcg", variant="linear", cutoff=0), "cutoff must be None or an integer >= 1, got 0"),

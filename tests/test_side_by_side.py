@@ -204,17 +204,17 @@ def test_colliding_fingerprints_take_the_exact_lookups(monkeypatch):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(), st.sampled_from(["40", "400"]))
 def test_blocks_evaluated_one_at_a_time_or_at_once_print_the_same(monkeypatch, tmp_path, data, block):
-    # the worker threads (side_by_side.WORKERS blocks at once) against one block at a time, and
-    # blocks evaluated in pieces (side_by_side.PIECE_ROWS)
-    from ndcg_plugin.engine import side_by_side
+    # the worker threads (sizes.WORKERS blocks at once) against one block at a time, and
+    # blocks evaluated in pieces (sizes.PIECE_ROWS)
+    from ndcg_plugin import sizes
     qrels, run = data
     (tmp_path / "q").write_text(qrels)
     (tmp_path / "r").write_text(run)
     args = ("eval", "-q", "-p", "-1", "--block-size", block, str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES)
     outcomes = []
     for workers, piece_rows in ((1, 10**9), (2, 10**9), (3, 10**9), (2, 3)):  # (2, 3): blocks cut in pieces
-        monkeypatch.setattr(side_by_side, "WORKERS", workers)
-        monkeypatch.setattr(side_by_side, "PIECE_ROWS", piece_rows)
+        monkeypatch.setattr(sizes, "WORKERS", workers)
+        monkeypatch.setattr(sizes, "PIECE_ROWS", piece_rows)
         outcomes.append(run_cli(*args))
     assert outcomes[0] == outcomes[1] == outcomes[2] == outcomes[3]
 
@@ -224,6 +224,7 @@ def test_blocks_cut_in_pieces_print_what_whole_blocks_print(monkeypatch, tmp_pat
     # users sorted, 5 recommendations and 3 judgments each: with PIECE_ROWS of a few rows every
     # block of several users is evaluated in pieces of one user or a few (the case above draws
     # it only now and then)
+    from ndcg_plugin import sizes
     from ndcg_plugin.engine import side_by_side
     (tmp_path / "q").write_text("".join(f"u{i:03d} 0 d{j} {(i + j) % 4}\n" for i in range(40) for j in range(3)))
     (tmp_path / "r").write_text("".join(f"u{i:03d} Q0 d{(j * 7 + i) % 6} {j + 1} {10 - j // 2} t\n"
@@ -233,7 +234,7 @@ def test_blocks_cut_in_pieces_print_what_whole_blocks_print(monkeypatch, tmp_pat
     monkeypatch.setattr(side_by_side, "cut_in_pieces", lambda *a: pieces.append(real(*a)) or pieces[-1])
     args = ["eval", "-q", "-p", "-1", str(tmp_path / "q"), str(tmp_path / "r"), *MEASURES]
     whole = run_cli(*args[:1], "--block-size", "0", *args[1:])
-    monkeypatch.setattr(side_by_side, "PIECE_ROWS", piece_rows)
+    monkeypatch.setattr(sizes, "PIECE_ROWS", piece_rows)
     cut = run_cli(*args[:1], "--block-size", "500", *args[1:])
     assert whole[0] == 0 and cut == whole
     assert max(len(p) for p in pieces) >= 3  # blocks were cut in several pieces

@@ -135,7 +135,7 @@ def test_cli_output_streamed_and_in_memory_is_identical_byte_for_byte(tmp_path, 
 
 def test_the_cli_default_block_size_is_the_readers():
     from ndcg_plugin.cli.parser import BLOCK_MIB
-    from ndcg_plugin.reading.sources import BLOCK_BYTES
+    from ndcg_plugin.sizes import BLOCK_BYTES
 
     assert BLOCK_MIB << 20 == BLOCK_BYTES
 

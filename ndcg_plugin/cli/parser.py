@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from ..errors import BLOCK_BYTES
 from ..formatting import OUTPUTS, places_option
 from ..measures import examples
+from ..sizes import BLOCK_BYTES
 from ..trec_eval.check import default_measures
 
 BLOCK_MIB = BLOCK_BYTES >> 20  # the reader's block size, in MiB

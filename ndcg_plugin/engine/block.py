@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import sizes as sizing
 from ..arrays.columns import from_numpy
 from ..measures import Spec, family
 from ..measures.aggregate import Values
@@ -109,14 +110,11 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None =
     return out
 
 
-#: rows per block of :func:`compute_in_blocks` (a streamed text block's rows), blocks evaluated at once
-BLOCK_ROWS = 1 << 18
-WORKERS = 2
 
 
 def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tuple | None = None) -> dict[Spec, Values]:
     """:func:`compute` of a whole run in memory (a DataFrame, or the reader's columns), cut into
-    blocks of whole queries of about ``BLOCK_ROWS`` rows, ``WORKERS`` evaluated at once: the
+    blocks of whole queries of about ``sizes.BLOCK_ROWS`` rows, ``sizes.WORKERS`` evaluated at once: the
     values of one block of the whole run, since each query's rows stay in one block (a run not
     grouped by query is evaluated as one block). Smaller blocks keep each step's arrays in cache
     and numpy releases the GIL in most of a block's work. Run queries absent from the qrels are
@@ -128,7 +126,7 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
     from ..reading.lines import Parsed
     specs = list(dict.fromkeys(specs))
     qids, docs, score = columns_of(run, "score")
-    if len(score) <= BLOCK_ROWS:
+    if len(score) <= sizing.BLOCK_ROWS:
         return compute(index, run, specs, groups=groups)
     codes, uniques, sizes = groups if groups is not None else group_codes(qids)
     if np.any(codes[1:] < codes[:-1]):
@@ -141,8 +139,8 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
         return compute_block(index, piece, specs, counts, slice_groups((codes, uniques, sizes), lo, hi, a, b))
 
     out = empty_values(index, specs)
-    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
-        for result in pool.map(block, query_pieces(sizes, BLOCK_ROWS)):
+    with ThreadPoolExecutor(max_workers=sizing.WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
+        for result in pool.map(block, query_pieces(sizes, sizing.BLOCK_ROWS)):
             scatter(out, result)
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
     return out

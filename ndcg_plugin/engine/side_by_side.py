@@ -12,7 +12,7 @@ are evaluated as the in-memory engine evaluates them (no row), in the block that
 The work is spread over threads, since numpy and Arrow release the GIL for most of it: the
 qrels' reading thread also finds their blocks' group codes and doc fingerprints and applies the
 duplicate policy; the main thread finds the run's group codes (its order checks need them) and
-hands each block to one of ``WORKERS`` threads, which evaluate blocks at once; their values go
+hands each block to one of ``sizes.WORKERS`` threads, which evaluate blocks at once; their values go
 to the aggregator in the run's order (so that per-query output and the first error reported are
 those of one block at a time; tests compare the two).
 
@@ -35,8 +35,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import sizes
 from ..arrays.columns import fingerprints, group_codes, query_pieces, slice_groups
-from ..errors import BLOCK_BYTES, InputError
+from ..errors import InputError
 from ..ranking import ranked as ranking
 from ..ranking.qrels_index import QrelsIndex
 from ..reading import concat
@@ -45,15 +46,11 @@ from ..reading.duplicates import resolve_duplicates
 from ..reading.formats import LAYOUTS
 from ..reading.lines import Parsed
 from ..reading.sources import pieces, source_name
+from ..sizes import BLOCK_BYTES
 from . import block as engine
 from .stream import complete_queries
 
 _CANONICAL_INT = r"^(0|[1-9][0-9]{0,17})$"
-WORKERS = 2  # blocks evaluated at once: numpy and Arrow release the GIL for most of a block's work
-#: a block is evaluated in pieces of whole queries of about this many rows (an 8 MiB block of a log
-#: in two): a piece's arrays then stay in the cache between the steps of its evaluation; measured
-#: on 10^6 users (two 8 MiB runs, alternating, 7 each): 3.4-3.5 s against 3.7-3.8 s in whole blocks
-PIECE_ROWS = 150_000
 
 
 class Unsorted(Exception):
@@ -292,12 +289,12 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
 
 def cut_in_pieces(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
     """A block of whole queries (each one run of rows) with its group codes, cut at query
-    boundaries into pieces of about ``PIECE_ROWS`` rows (one piece for a block of no more),
+    boundaries into pieces of about ``sizes.PIECE_ROWS`` rows (one piece for a block of no more),
     each with its group codes cut as the rows are."""
-    if len(part) <= PIECE_ROWS or len(groups[2]) < 2:
+    if len(part) <= sizes.PIECE_ROWS or len(groups[2]) < 2:
         return [(part, groups)]
     return [(_slice(part, a, b), slice_groups(groups, lo, hi, a, b))
-            for lo, hi, a, b in query_pieces(groups[2], PIECE_ROWS)]
+            for lo, hi, a, b in query_pieces(groups[2], sizes.PIECE_ROWS)]
 
 
 def _block(mine: tuple, part: Parsed, groups: tuple, run_source: str, specs: list, counts: list,
@@ -332,7 +329,7 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     counts: list = []
     last, order, pending_error, any_rows = None, None, None, False
     inflight: deque = deque()
-    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
+    with ThreadPoolExecutor(max_workers=sizes.WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
         try:
             for whole in complete_queries(run_pieces):
                 any_rows = True
@@ -353,7 +350,7 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
                     if pending_error is not None:
                         continue  # only parse on: a bad line later in the run is reported first
                     inflight.append(pool.submit(_block, mine, part, groups, run_source, specs, counts, duplicates))
-                    while len(inflight) >= WORKERS or (inflight and inflight[0].done()):
+                    while len(inflight) >= sizes.WORKERS or (inflight and inflight[0].done()):
                         pending_error = _collect(inflight.popleft(), sink, pending_error)
             while inflight:
                 pending_error = _collect(inflight.popleft(), sink, pending_error)

@@ -34,7 +34,7 @@ from ..ranking.qrels_index import QrelsIndex
 from ..reading.ahead import ReadAhead, RunFile
 from ..reading.duplicates import resolve_duplicates
 from ..reading.lines import Parsed
-from ..reading.sources import BLOCK_BYTES
+from ..sizes import BLOCK_BYTES
 from . import block as engine
 
 

@@ -34,12 +34,13 @@ import numpy as np
 
 from ..arrays.columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
+from ..sizes import BLOCK_BYTES
 from . import sources
 from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
 from .formats import RUN_FORMATS
 from .lines import Parsed
 from .parquet import ParquetSource, is_parquet
-from .sources import BLOCK_BYTES, is_path, source_name
+from .sources import is_path, source_name
 
 __all__ = [
     "InputError",

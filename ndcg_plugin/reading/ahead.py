@@ -13,9 +13,10 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..sizes import BLOCK_BYTES
 from . import sources
 from .parquet import ParquetSource
-from .sources import BLOCK_BYTES, source_name
+from .sources import source_name
 
 
 class ReadAhead:

@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrays.columns import join_chunks, to_numpy
-from ..errors import BLOCK_BYTES, VALUE_COLUMN, InputError
+from ..errors import VALUE_COLUMN, InputError
+from ..sizes import BLOCK_BYTES
 from .formats import Layout, column_names, error_at
 from .lines import Parsed
 

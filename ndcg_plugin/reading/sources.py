@@ -16,7 +16,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..errors import BLOCK_BYTES, InputError
+from ..errors import InputError
+from ..sizes import BLOCK_BYTES
 from . import columnar, lines
 from .formats import BOM, LAYOUTS, column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
