@@ -61,7 +61,7 @@ def _case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.DataFrame(run, columns=["query_id", "doc_id", "score"]))
 
 
-def _batched(spark, cases: list, measures: list, strategy: str = "auto", parts: int = 0):
+def _batched(spark, cases: list, measures: list, parts: int = 0):
     """Every case in one Spark evaluation: case i's query ids are prefixed 'c<i>|'; ``parts``: the
     run cut into that many partitions at random (each query's rows spread over them)."""
     qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
@@ -69,7 +69,7 @@ def _batched(spark, cases: list, measures: list, strategy: str = "auto", parts: 
     run_df = spark.createDataFrame(run)
     if parts:
         run_df = run_df.repartition(parts)
-    ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run_df, measures, strategy=strategy)
+    ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run_df, measures)
     from pyspark.sql import functions as F
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -325,7 +325,7 @@ CLI_MEASURES = ["NDCG_exp@10", "HitRate_item@3", "MRR_ignore@2", "NDCG_lin(judge
 
 
 @pytest.mark.parametrize("options", [[], ["-q"], ["-q", "-n"], ["-o", "jsonl"], ["-q", "-o", "jsonl", "-p", "-1"],
-                                     ["--spark-plan", "full", "-p", "-1"], ["--spark-ship", "all", "-p", "-1"],
+                                     ["--spark-plan", "engine", "-p", "-1"], ["--spark-ship", "all", "-p", "-1"],
                                      ["--spark-ship", "best", "-q", "-p", "-1"]])
 def test_cli_output_equals_the_local_engine(spark, capsys, tmp_path, options):
     rng = np.random.default_rng(3)
@@ -384,14 +384,9 @@ def test_cli_spark_refusals(capsys, tmp_path):
     assert code == 2 and "--provider" in err
 
 
-def test_ties_average_is_computed_by_the_engine_plan_and_refused_by_the_sql_plans(spark):
+def test_ties_average_is_computed_by_the_engine_plan(spark):
     # the rows shipped before the shuffle keep every row tied with a query's K-th best score, so
     # the expected value over tied orders is the local engine's, on grouped and spread runs
-    qrels_df = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
-    run_df = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
-    for strategy in ("top_k", "full"):
-        with pytest.raises(ValueError, match=r"do not compute ties='average'; the engine plan"):
-            ndcg_spark.prepare(qrels_df, run_df, ["NDCG_lin(ties='average')@3"], strategy=strategy)
     rng = np.random.default_rng(7)
     cases = [_long_case(rng) for _ in range(40)]
     qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
@@ -420,7 +415,7 @@ def test_exponential_gain_overflow_is_refused_as_locally(spark):
 
 def test_the_exact_split_in_spark_is_the_local_one(spark):
     from ndcg_plugin.arrays.exact import split
-    from ndcg_plugin.spark.plan import exact_parts
+    from ndcg_plugin.spark.jobs import exact_parts
     rng = np.random.default_rng(5)
     powers = 2.0 ** np.arange(-60, 3)
     odd = [0.0, 1.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1.7976931348623157e308, -2.5]
@@ -433,7 +428,7 @@ def test_the_exact_split_in_spark_is_the_local_one(spark):
     assert (got["hi"].tolist(), got["mid"].tolist(), got["lo"].tolist()) == (hi.tolist(), mid.tolist(), lo.tolist())
 
 
-# --- exactness: the same digits as the local engine, the top-k plan equal to the full plan ---------
+# --- exactness: the same digits as the local engine, whatever the partitioning and the rows shipped -
 
 @pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
 def test_aggregates_print_the_local_digits_whatever_the_partitioning(spark):
@@ -466,27 +461,6 @@ def _long_case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
             pd.concat([run, pd.DataFrame(extra, columns=run.columns)]))
 
 
-def test_the_top_k_plan_gives_what_the_full_plan_gives(spark):
-    # the fast path against the plan that shuffles every row, on the same cases, bit for bit; each
-    # query's rows spread over 3 partitions, so that the partial limits cut every query
-    rng = np.random.default_rng(20261125)
-    cases = [_long_case(rng) for _ in range(120)]
-    ms = ndcg_plugin.parse_measures(TOP_K_MEASURES)
-    assert ndcg_spark.prepare(spark.createDataFrame(cases[0][0]), spark.createDataFrame(cases[0][1]),
-                              ms, strategy="top_k").strategy == "top_k"
-    for measures in (ms, ndcg_plugin.parse_measures(["NDCG_exp@2", "HitRate_item@2", "MRR_ignore@1"])):
-        _, fast_agg, fast = _batched(spark, cases, measures, "top_k", parts=3)
-        _, full_agg, slow = _batched(spark, cases, measures, "full", parts=3)
-        assert fast.keys() == slow.keys() and len(fast) > 1000
-        assert all(same(fast[k], slow[k]) for k in fast), [k for k in fast if not same(fast[k], slow[k])][:5]
-        assert all(same(fast_agg[c][m], full_agg[c][m]) for c in fast_agg for m in measures)
-        for i in (0, 1, 2):  # and the local engine's numbers, case by case
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                _, local = local_engine(*cases[i], measures)
-            assert all(same(fast[(f"c{i}", q, m)], v) for (q, m), v in local.items())
-
-
 def _laid_out(spark, run: pd.DataFrame, layout: str):
     """The run as Spark holds it: ``grouped`` (sorted by query, cut into 7 partitions of
     consecutive rows: queries cut at the partitions' edges) or ``spread`` (every query's rows over
@@ -499,44 +473,40 @@ def _laid_out(spark, run: pd.DataFrame, layout: str):
 
 @pytest.mark.parametrize("ship", ["best", "all"])
 @pytest.mark.parametrize("layout", ["grouped", "spread"])
-def test_the_engine_plan_gives_what_the_sql_plans_give(spark, layout, ship):
+def test_the_engine_plan_gives_the_local_engines_numbers_whatever_it_ships(spark, layout, ship):
     # the engine plan (the local engine on each partition; with ship='best' only the best rows
-    # shipped when every measure has a cutoff, with 'all' every row) against Spark SQL's full plan,
-    # bit for bit, so the two ways of shipping against each other too; with 'best' a grouped run is
-    # checked for repeated pairs in one job, a spread one makes the engine plan ship every row
+    # shipped when every measure has a cutoff, with 'all' every row) against the local engine on the
+    # whole input, bit for bit, so the two ways of shipping against each other too; with 'best' a
+    # grouped run is checked for repeated pairs in one job, a spread one makes the engine plan ship
+    # every row
     rng = np.random.default_rng(20261126)
     cases = [_long_case(rng) for _ in range(100)]
     qrels = pd.concat([q.assign(query_id=f"c{i}|" + q["query_id"]) for i, (q, _) in enumerate(cases)])
     run = pd.concat([r.assign(query_id=f"c{i}|" + r["query_id"]) for i, (_, r) in enumerate(cases)])
     for names in (TOP_K_MEASURES, MEASURES):
         measures = ndcg_plugin.parse_measures(names)
-        got = {}
-        for strategy in ("engine", "full"):
-            ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures,
-                                    strategy=strategy, ship=ship if strategy == "engine" else "auto")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                got[strategy] = (ev.aggregates(), dict(ev.rows()))
-            if strategy == "engine":
-                assert ev._ship_all == (ship == "best" and layout == "spread" and names is TOP_K_MEASURES)
-                assert ev.ship == ("all" if ev._ship_all else ship)  # what the numbers came from
-                assert ("MapInArrow ship" in _plan_text(ev)) == (ship == "best" and names is TOP_K_MEASURES
-                                                                 and not ev._ship_all)
-        (agg, rows), (full_agg, full_rows) = got["engine"], got["full"]
-        assert rows.keys() == full_rows.keys() and len(rows) > 300
-        for q, values in rows.items():
-            assert all(same(a, b) for a, b in zip(values, full_rows[q], strict=True)), q
-        assert all(same(agg[m], full_agg[m]) for m in measures)
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), _laid_out(spark, run, layout), measures, ship=ship)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            agg, rows = ev.aggregates(), dict(ev.rows())
+            local_agg, local_pq = local_engine(qrels, run, measures)
+        assert ev._ship_all == (ship == "best" and layout == "spread" and names is TOP_K_MEASURES)
+        assert ev.ship == ("all" if ev._ship_all else ship)  # what the numbers came from
+        assert ("MapInArrow ship" in _plan_text(ev)) == (ship == "best" and names is TOP_K_MEASURES
+                                                         and not ev._ship_all)
+        mine = {(q, str(m)): v for q, values in rows.items() for m, v in zip(measures, values, strict=True)}
+        assert mine.keys() == local_pq.keys() and len(rows) > 300
+        assert all(same(mine[k], v) for k, v in local_pq.items()), [k for k, v in local_pq.items()
+                                                                     if not same(mine[k], v)][:5]
+        assert all(same(agg[m], local_agg[m]) for m in measures)
 
 
-def test_measures_the_top_k_plan_cannot_compute_are_refused_by_it_and_ship_every_row_in_the_engine_plan(spark):
+def test_measures_that_need_every_row_ship_every_row_in_the_engine_plan(spark):
     qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
     for m in ["NDCG_lin", "NDCG_lin(judged_only=True)@3", "NDCG_exp(ideal='run')@3", "RR"]:
         ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", m])
         assert ev.strategy == "engine" and "MapInArrow ship" not in _plan_text(ev), m
-        with pytest.raises(ValueError, match="strategy='top_k' computes measures with a cutoff"):
-            ndcg_spark.prepare(qrels, run, [m], strategy="top_k")
     ev = ndcg_spark.prepare(qrels, run, ["HitRate@3", "NDCG_exp@10"], ship="best")
     assert ev.strategy == "engine" and "MapInArrow ship" in _plan_text(ev)
 
@@ -552,31 +522,38 @@ def _plan_text(ev) -> str:
 
 def test_executors_without_the_package_are_one_clear_line():
     from ndcg_plugin.spark import failures
-    with pytest.raises(SparkUnavailable, match=r"executors' Python cannot import ndcg_plugin.*strategy='top_k'"):
+    with pytest.raises(SparkUnavailable, match=r"executors' Python cannot import ndcg_plugin.*install ndcg-plugin "
+                                               r"in the executors' environment") as got:
         with failures.reraise():
             raise RuntimeError("PythonException: Traceback ...\nModuleNotFoundError: No module named 'ndcg_plugin'\n")
+    assert "\n" not in str(got.value) and "strategy" not in str(got.value)  # no retired plan offered
 
 
-def test_the_top_k_plan_keeps_each_partitions_best_rows_before_the_shuffle(spark, capsys):
+def test_the_retired_spark_sql_plans_are_refused_by_name(spark, capsys, tmp_path):
     qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
-    ndcg_spark.prepare(qrels, run, ["NDCG_exp@10", "HitRate@5"], strategy="top_k").frame().explain()
-    plan = capsys.readouterr().out
-    partial = [i for i, line in enumerate(plan.splitlines()) if "WindowGroupLimit" in line and "Partial" in line]
-    assert len(partial) == 1 and "row_number(), 10, Partial" in plan.splitlines()[partial[0]]
-    # below the partial limit: the run's scan, no exchange
-    assert not any("Exchange" in line for line in plan.splitlines()[partial[0]:partial[0] + 4])
+    for strategy in ("top_k", "full"):
+        for options in ({}, {"duplicates": "max"}, {"ship": "all"}):
+            with pytest.raises(ValueError, match=rf"^strategy='{strategy}': the Spark SQL plans \(top_k, full\) were "
+                                                 r"retired.*the engine plan \(strategy='auto' or 'engine'\) computes "
+                                                 r"the same numbers"):
+                ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy=strategy, **options)
+    with pytest.raises(ValueError, match=r"strategy must be one of \('auto', 'engine'\), got 'fast'"):
+        ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy="fast")
+    assert ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy="auto").strategy == "engine"
+    # the command line: --spark-plan takes the engine plan only; a retired one is a usage error
+    (tmp_path / "q").write_text("q 0 d 1\n")
+    for plan in ("top_k", "full"):
+        with pytest.raises(SystemExit) as code:
+            _cli(capsys, "eval", "--engine", "spark", "--spark-plan", plan, str(tmp_path / "q"), str(tmp_path / "q"),
+                 "HitRate@5")
+        err = capsys.readouterr().err
+        assert code.value.code == 2 and f"--spark-plan: invalid choice: '{plan}' (choose from" in err, err
 
 
-def test_the_discounts_are_numpys(spark):
-    from ndcg_plugin.spark.plan import discounts
-    got = spark.range(1).select(discounts(5000).alias("t")).first()["t"]
-    assert got == np.log2(np.arange(5000) + 2.0).tolist()
-
-
-def test_ranks_beyond_the_discount_table_run_again_with_a_longer_one(spark, monkeypatch):
-    from ndcg_plugin.spark import plan
-    monkeypatch.setattr(plan, "DEFAULT_DISCOUNTS", 4)
+def test_long_lists_without_a_cutoff_equal_the_local_engine(spark):
+    # measures without a cutoff over every rank (once the Spark SQL plans' discount table, retired
+    # with them: the engine plan's discounts are the local engine's own)
     qrels = pd.DataFrame([("q", f"d{i}", i % 3) for i in range(9)] + [("p", "a", 1)],
                          columns=["query_id", "doc_id", "relevance"])
     run = pd.DataFrame([("q", f"d{i}", float(-i)) for i in range(12)] + [("p", "a", 1.0)],
@@ -660,14 +637,13 @@ def test_a_pair_repeated_across_spread_partitions_is_counted_whole(spark):
         ndcg_spark.evaluate(qrels, run, ["HitRate@2"])
 
 
-@pytest.mark.parametrize("strategy", ["engine", "top_k", "full"])
-def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path, strategy):
+def test_a_repeated_pair_anywhere_in_the_run_is_refused(spark, tmp_path):
     qrels = pd.DataFrame([("u031", "i3", 1), ("u002", "i1", 2), ("u002", "i22", 1)],
                          columns=["query_id", "doc_id", "relevance"])
     layouts, clean = _dup_layouts(spark, tmp_path)
     measures = ndcg_plugin.parse_measures(["NDCG_exp@10", "HitRate@10"])
     for name, run in layouts.items():
-        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run, measures, strategy=strategy)
+        ev = ndcg_spark.prepare(spark.createDataFrame(qrels), run, measures)
         if name == "none":
             assert ev.aggregates() == local_engine(qrels, clean, measures)[0]
             continue
@@ -754,16 +730,6 @@ def test_a_dataset_id_gives_spark_the_qrels_file_ir_datasets_keeps(tmp_path):
                           env={**os.environ, "IR_DATASETS_HOME": str(tmp_path / "home")})
     assert proc.returncode == 2 and "the Spark engine reads files" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-
-
-def test_the_size_estimate_the_duplicate_check_reads_is_alive(spark):
-    # duplicates.small() is the engine's one read of a private API (the optimizer's size estimate,
-    # through df._jdf): if a pyspark release moves it, small() would silently say "large" always
-    from ndcg_plugin.spark import duplicates
-    tiny, huge = spark.range(10), spark.range(10**9)
-    estimate = int(str(tiny._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    assert 0 < estimate < 1 << 20
-    assert duplicates.small(tiny) and not duplicates.small(huge)
 
 
 def test_a_spark_submit_driver_keeps_the_master_and_settings_it_was_submitted_with(tmp_path):
@@ -873,8 +839,6 @@ def test_duplicates_policies_spark_cannot_apply_are_refused_by_name(spark):
         ndcg_spark.evaluate(qrels, run, ["HitRate@5"], duplicates="first")
     with pytest.raises(ValueError, match="duplicates must be one of .*got 'last'"):
         ndcg_spark.evaluate(qrels, run, ["HitRate@5"], duplicates="last")
-    with pytest.raises(ValueError, match="duplicates='max' is applied by the engine plan only"):
-        ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy="top_k", duplicates="max")
 
 
 def test_cli_duplicates_max_on_spark_prints_the_local_output(spark, capsys, tmp_path):
@@ -918,6 +882,3 @@ def test_ship_options_spark_cannot_apply_are_refused_by_name(spark):
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
     with pytest.raises(ValueError, match="ship must be one of .*got 'some'"):
         ndcg_spark.evaluate(qrels, run, ["HitRate@5"], ship="some")
-    for strategy in ("top_k", "full"):
-        with pytest.raises(ValueError, match=f"ship='all' chooses the rows the engine plan .*strategy='{strategy}'"):
-            ndcg_spark.prepare(qrels, run, ["HitRate@5"], strategy=strategy, ship="all")

@@ -204,7 +204,7 @@ def test_the_tables_spark_is_told_of_are_named_in_its_ddl():
     outs = outputs(ndcg_plugin.parse_measures(["HitRate_item@3", "MRR_ignore@2"]))
     assert worker.ddl(worker.wide_schema(outs)) == (
         "q string, has_qrels boolean, returned bigint, dup_qrels struct<pair:array<string>,n:bigint>, "
-        "dup_run struct<pair:array<string>,n:bigint>, need bigint, unverified boolean, v0 double, hits0 double, "
+        "dup_run struct<pair:array<string>,n:bigint>, unverified boolean, v0 double, hits0 double, "
         "n0 double, v1 double")
     with pytest.raises(ValueError, match=r"no Spark type for x: float"):
         worker.ddl(pa.schema([("x", pa.float32())]))

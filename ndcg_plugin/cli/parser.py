@@ -108,10 +108,10 @@ def _add_eval(sub, parents: dict) -> None:
     e.add_argument("--engine", choices=["local", "spark"], default="local",
                    help="local (default) or spark: the same measures and output computed on Spark from text "
                         "or Parquet files (needs the [spark] extra and Java 17)")
-    e.add_argument("--spark-plan", choices=["engine", "top_k", "full"], default=None,
-                   help="with --engine spark: engine (default: the local engine on each partition, in the "
-                        "executors' Python, which must import ndcg_plugin), or a Spark SQL plan: top_k "
-                        "(measures with a cutoff) or full")
+    e.add_argument("--spark-plan", choices=["engine"], default=None,
+                   help="with --engine spark: engine (the default and only plan: the local engine on each "
+                        "partition, in the executors' Python, which must import ndcg_plugin; the Spark SQL plans "
+                        "top_k and full were retired)")
     e.add_argument("--spark-ship", choices=["auto", "best", "all"], default=None,
                    help="with --engine spark and the engine plan: best (cut each query's rows to its best before "
                         "the shuffle: long lists), all (shuffle every row: lists of about k items), or auto "

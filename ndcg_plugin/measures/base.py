@@ -255,10 +255,6 @@ class Family:
         """Local engine: per-query values (``aggregate.Values``) from a ranked run."""
         self._refuse("the local engine")
 
-    def spark(self, spec: Spec, ctx: Any) -> Any:
-        """Spark engine: the per-query columns of the measure (``spark.plan.Parts``)."""
-        self._refuse("the Spark engine")
-
     def explain(self, trace: Any, shown: Any, measure: Measure, num: Any) -> tuple:
         """explain: (rows shown, ideal ranking or None, summary lines) for one query."""
         self._refuse("explain")

@@ -1,7 +1,7 @@
 """The HitRate family: hit rate at k at the level of queries (users), HitRate, and of items,
 HitRate_item. Everything that is this family's own is here: the measures, the built-in
-``Success`` the engine computes as this family, the local computation, the Spark expressions,
-the explain layout, the trec_eval counterparts and the docs rows."""
+``Success`` the engine computes as this family, the local computation (which the Spark engine
+runs too), the explain layout, the trec_eval counterparts and the docs rows."""
 from __future__ import annotations
 
 from .aggregate import ItemValue, MicroAgg
@@ -93,16 +93,6 @@ def _item_values(ranked, spec: Spec):
         return Values(np.where(returned > 0, hits / returned, 0.0), hits=hits, returned=returned)
 
 
-def _query_spark(ctx, hits):
-    F = ctx.F
-    return ctx.parts(F.when(hits > 0, F.lit(1.0)).otherwise(F.lit(0.0)))
-
-
-def _item_spark(ctx, hits):
-    den = ctx.returned_within(ctx.spec.cutoff)
-    return ctx.parts(ctx.ratio(hits, den), hits=hits, den=den)
-
-
 def _query_explain(trace, hits: int, n: int, measure, num) -> str:
     return f"hits in the top {trace.spec.cutoff}: {hits}; {measure.NAME} = {1 if hits else 0}"
 
@@ -133,7 +123,6 @@ def _precision(spec: Spec, qrels: dict, run: dict, oracle) -> tuple:
 
 
 _LOCAL = {"query": _query_values, "item": _item_values}
-_SPARK = {"query": _query_spark, "item": _item_spark}
 _EXPLAIN = {"query": _query_explain, "item": _item_explain}
 _COUNTERPART = {"query": _success, "item": _precision}
 
@@ -163,11 +152,6 @@ class HitRateFamily(Family):
 
     def values(self, index, ranked, spec: Spec):
         return pick(_LOCAL, spec, "the local engine")(ranked, spec)
-
-    def spark(self, spec: Spec, ctx):
-        F = ctx.F
-        hits = ctx.run_agg("h", F.count(F.when(ctx.inside & ctx.relevant, True)).cast("double"))
-        return pick(_SPARK, spec, "the Spark engine")(ctx, hits)
 
     def explain(self, trace, shown, measure, num) -> tuple:
         """The rows marked relevant or not; the hits within the cutoff (and the docs returned there,

@@ -1,8 +1,8 @@
 """The MRR family: mean reciprocal rank at k, where a query with no relevant document in the top
 k counts 0 (MRR_zero) or is left out of the mean (MRR_ignore). Everything that is this family's
 own is here: the measures, the built-in ``RR`` the engine computes as this family, the local
-computation, the Spark expressions, the explain layout, the trec_eval counterpart and the docs
-rows."""
+computation (which the Spark engine runs too), the explain layout, the trec_eval counterpart and
+the docs rows."""
 from __future__ import annotations
 
 import math
@@ -101,15 +101,6 @@ class MRRFamily(Family):
             return Values(ties.reciprocal_rank(ranked, relevant, spec.cutoff, ignore=math.isnan(miss)))
         first = ranked.memo(("first relevant rank", spec.rel, spec.cutoff), lambda: _first_hit(ranked, relevant, spec))
         return Values(np.where(np.isfinite(first), 1.0 / (first + 1.0), miss))
-
-    def spark(self, spec: Spec, ctx):
-        F = ctx.F
-        miss = pick(_MISS, spec, "the Spark engine")
-        first = ctx.run_agg("first", F.min(F.when(ctx.inside & ctx.relevant, ctx.rank))).cast("double")
-        no_value = math.isnan(miss)
-        value = F.when(first.isNotNull(), F.lit(1.0) / first).otherwise(
-            F.lit(None).cast("double") if no_value else F.lit(miss))
-        return ctx.parts(value, ignore=no_value)
 
     def explain(self, trace, shown, measure, num) -> tuple:
         """The rows marked relevant or not; the first relevant rank within the cutoff, or what a

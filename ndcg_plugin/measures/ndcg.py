@@ -1,7 +1,7 @@
 """The NDCG family: NDCG with an explicit gain function, NDCG_lin (gain = rel) and NDCG_exp
 (gain = 2^rel - 1). Everything that is this family's own is here: the measures, the built-in
-``nDCG`` the engine computes as this family, the gains, the local computation, the Spark
-expressions, the explain layout, the trec_eval counterpart and the docs rows."""
+``nDCG`` the engine computes as this family, the gains, the local computation (which the Spark
+engine runs too), the explain layout, the trec_eval counterpart and the docs rows."""
 from __future__ import annotations
 
 from typing import Any
@@ -63,12 +63,9 @@ NDCG_lin = _NDCG_lin()
 NDCG_exp = _NDCG_exp()
 
 # the gain of a label >= 0, per variant: on numpy arrays of float labels, on integers (crosscheck
-# writes integer qrels for trec_eval), on Spark columns
+# writes integer qrels for trec_eval)
 _GAIN = {"linear": lambda pos: pos, "exp": lambda pos: _np().exp2(pos) - 1.0}
 _INT_GAIN = {"linear": lambda rel: rel, "exp": lambda rel: 2 ** rel - 1}
-_SPARK_GAIN = {"linear": lambda pos, F: pos, "exp": lambda pos, F: F.pow(F.lit(2.0), pos) - F.lit(1.0)}
-#: the smallest label whose gain is infinite (2^1024 overflows a double), per variant
-_OVERFLOW = {"linear": None, "exp": 1024}
 #: the builtin nDCG's dcg parameter -> the variant that computes it
 _DCG = {"log2": "linear", "exp-log2": "exp"}
 
@@ -271,41 +268,6 @@ class NDCGFamily(Family):
         qs, rs, rank = index.memo(("ndcg ideal order", spec.cutoff),
                                   lambda: ideal_by_label(index.key_q, index.rel, spec.cutoff))
         return np.bincount(qs, weights=gain_of(rs, spec) / np.log2(rank + 2.0), minlength=index.nq)
-
-    def spark(self, spec: Spec, ctx):
-        """DCG over the run's rows in rank order, IDCG over the ideal ranking of the qrels' (or the
-        run's judged rows') positive gains, both added in order with numpy's discounts."""
-        F = ctx.F
-        gain = self._spark_gain(spec, F)
-        g = F.when(ctx.judged, gain(ctx.label)).otherwise(F.lit(0.0))
-        dcg = ctx.dcg("dcg", g, ctx.inside)
-        if spec.ideal == "run":  # every judged doc the run retrieved, not only its top k
-            pool = F.when(ctx.is_run & ctx.judged, g)
-        else:
-            pool = F.when(ctx.is_qrels, gain(ctx.qrels_label))
-        idcg = ctx.ideal_dcg("idcg", pool, spec.cutoff)
-        overflow = pick(_OVERFLOW, spec, "the Spark engine")
-        if overflow is not None:  # as gain_of refuses an infinite gain, unless gains= maps the label
-            keys = [int(k) for k, _ in spec.gains]
-            lab = F.col("lab")
-            ctx.check_labels((lab >= overflow) & (~lab.isin(keys) if keys else F.lit(True)),
-                             F.concat(F.lit("relevance label "), lab.cast("string"),
-                                      F.lit(f" gives an infinite gain under {_name(spec)} (2^rel - 1 overflows a "
-                                            f"double above 1023); use gains={{...}} or {NDCG_lin.NAME}")))
-        return ctx.parts(ctx.ratio(dcg, idcg))
-
-    @staticmethod
-    def _spark_gain(spec: Spec, F):
-        """Gain of a label column as :func:`gain_of`: the variant's gain of labels >= 0, 0 for negative
-        labels, then the ``gains`` overrides (whose keys are >= 0)."""
-        variant = pick(_SPARK_GAIN, spec, "the Spark engine")
-
-        def gain(label):
-            g = variant(F.greatest(label, F.lit(0)).cast("double"), F)
-            for value, override in spec.gains:
-                g = F.when(label == F.lit(int(value)), F.lit(float(override))).otherwise(g)
-            return g
-        return gain
 
     def explain(self, trace, shown, measure, num) -> tuple:
         """The rows' gains, discounts and contributions; the ideal ranking; DCG / IDCG."""

@@ -8,11 +8,11 @@ The numbers are the local engine's (:mod:`ndcg_plugin.engine.block`), to the bit
 conventions: ties by doc id descending (byte order), qrels queries missing from the run score 0
 (or have no value, for a measure that leaves misses out), run queries missing from the qrels
 ignored, negative labels gain 0 and are never relevant, item-level measures micro-averaged. The
-default plan (:mod:`.partitions`) shuffles the run (only each query's best rows, when every
+engine plan (:mod:`.partitions`) shuffles the run (only each query's best rows, when every
 measure has a cutoff) and the qrels once by query id, and the local engine evaluates each
-partition in a Python worker; the Spark SQL plans (``strategy='top_k'``: :mod:`.topk`,
-``'full'``: :mod:`.full`, both through :mod:`.plan` and each family's own expressions) need no
-ndcg_plugin on the executors. Only a few rows reach the driver.
+partition in a Python worker (so the executors' Python must import ndcg_plugin, as any library
+a Python UDF uses). Only a few rows reach the driver. That is the one plan: the Spark SQL plans
+(``strategy='top_k'``, ``'full'``) were retired, one implementation per measure and backend.
 
 Needs the ``[spark]`` extra (pyspark) and Java 17 or later.
 """
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from ..errors import Unsupported
 from ..measures import examples, parse_measures, spec_of
 from ..measures.registry import is_own
-from .jobs import SHIPS, STRATEGIES, Evaluation
+from .jobs import RETIRED, SHIPS, STRATEGIES, Evaluation
 from .session import SparkUnavailable, check_master, require_spark, session
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
@@ -51,9 +51,13 @@ def _specs(measures: list) -> list:
     return specs
 
 
-def _strategy(specs: list, strategy: str, duplicates: str = "error", ship: str = "auto") -> str:
-    from . import topk
+def _check(specs: list, strategy: str, duplicates: str = "error", ship: str = "auto") -> None:
+    """Refuse by name a strategy, option or measure the engine plan (the one plan) does not take."""
     from .worker import POLICIES
+    if strategy in RETIRED:
+        raise ValueError(f"strategy={strategy!r}: the Spark SQL plans (top_k, full) were retired, one implementation "
+                         f"per measure and backend; the engine plan (strategy='auto' or 'engine') computes the same "
+                         f"numbers, with ndcg_plugin importable on the executors (docs/spark.md)")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     if duplicates == "first":
@@ -64,56 +68,31 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error", ship: str =
         raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
     if ship not in SHIPS:
         raise ValueError(f"ship must be one of {SHIPS}, got {ship!r}")
-    if ship != "auto" and strategy in ("top_k", "full"):
-        raise ValueError(f"ship={ship!r} chooses the rows the engine plan (strategy='engine') shuffles; the Spark "
-                         f"SQL plan strategy={strategy!r} chooses its own")
-    averaged = [name for name, spec in specs if spec.ties == "average"]
-    if strategy in ("top_k", "full") and averaged:
-        raise ValueError(f"{averaged[0]}: the Spark SQL plans order tied scores by doc id descending (ties='trec') "
-                         f"and do not compute ties='average'; the engine plan (strategy='auto' or 'engine') does")
-    others = [name for name, spec in specs if not topk.serves(spec)]
-    if strategy == "top_k" and others:
-        raise ValueError(f"strategy='top_k' computes measures with a cutoff that rank the whole run with the ideal "
-                         f"ranking from the qrels; not {', '.join(others)}")
-    foreign = [name for name, spec in specs if not is_own(spec.family)]
-    if duplicates != "error" and strategy in ("top_k", "full"):
-        raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only (strategy='engine'); the "
-                         f"Spark SQL plans refuse repeated pairs")
-    if duplicates != "error" and strategy == "auto" and foreign:
-        raise ValueError(f"duplicates={duplicates!r} is applied by the engine plan only, and {foreign[0]} needs a "
-                         f"Spark SQL plan (a family added in this process), which refuses repeated pairs")
-    if ship != "auto" and strategy == "auto" and foreign:
-        raise ValueError(f"ship={ship!r} chooses the rows the engine plan shuffles, and {foreign[0]} needs a Spark "
-                         f"SQL plan (a family added in this process), which chooses its own")
-    if strategy == "engine" and foreign:
-        raise Unsupported(f"{foreign[0]}: strategy='engine' evaluates in the executors' Python, where ndcg_plugin "
-                          f"has its own families only, and this one was added in this process (add_family); the "
-                          f"Spark SQL plans (strategy='auto', 'top_k' or 'full') take a family with a Spark hook")
-    if strategy != "auto":
-        return strategy
-    if foreign:  # the Spark SQL plans run the family's own Spark hook on the driver's plan
-        return "full" if others else "top_k"
-    return "engine"
+    foreign = [(name, spec.family) for name, spec in specs if not is_own(spec.family)]
+    if foreign:
+        name, added = foreign[0]
+        raise Unsupported(f"the Spark engine does not implement the {added} family ({name}): strategy='engine' "
+                          f"evaluates in the executors' Python, where ndcg_plugin has its own families only, and "
+                          f"this one was added in this process (add_family)")
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
             duplicates: str = "error", ship: str = "auto") -> Evaluation:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
-    ``strategy``: ``engine`` (the local engine on each partition: :mod:`.partitions`), ``top_k`` or
-    ``full`` (the Spark SQL plans, which need no ndcg_plugin on the executors), or ``auto``: the
-    engine plan, unless a measure's family was added in this process (:func:`ndcg_plugin.measures.
-    add_family`; the executors do not have it): then the top-k plan when it computes every measure,
-    else the full one. Every plan gives the same numbers. ``duplicates``: a repeated (query, doc)
-    pair is refused (``error``, trec_eval's rule) or kept once at its highest score or label
-    (``max``, as the local engine's option; the engine plan only, and with it the cut before the
-    shuffle is Spark's own, which makes it faster); ``first`` has no meaning in a DataFrame.
+    ``strategy``: ``auto`` or ``engine``, both the engine plan (the local engine on each partition:
+    :mod:`.partitions`; the executors' Python imports ndcg_plugin); the retired Spark SQL plans
+    ``top_k`` and ``full`` are refused by name, as is a measure whose family was added in this
+    process (:func:`ndcg_plugin.measures.add_family`; the executors do not have it).
+    ``duplicates``: a repeated (query, doc) pair is refused (``error``, trec_eval's rule) or kept
+    once at its highest score or label (``max``, as the local engine's option; the cut before the
+    shuffle is then Spark's own, which makes it faster); ``first`` has no meaning in a DataFrame.
     ``ship`` (engine plan, every measure with a cutoff K): ``best`` cuts each query's rows to its
     best before the shuffle, ``all`` shuffles every row, ``auto`` decides from the run's first
     rows (one small job; :func:`.partitions.worth_cutting`: the cut when lists are longer than 4K).
     Pass ``best`` or ``all`` when the run is a DataFrame costly to compute, to skip that job. The
     numbers are the same either way."""
-    from . import inputs, plan
+    from . import inputs
     names = {**DEFAULT_COLUMNS, **(columns or {})}
     unknown = set(names) - set(DEFAULT_COLUMNS)
     if unknown:
@@ -122,12 +101,11 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     if not measures:
         raise ValueError(f"give at least one measure, e.g. {examples()[0]}")
     specs = _specs(measures)
-    chosen = _strategy(specs, strategy, duplicates, ship)
+    _check(specs, strategy, duplicates, ship)
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
-    r, q = plan.align(r, q)
-    # a family without a Spark hook refuses here, by name
-    return Evaluation(measures, specs, r, q, chosen, duplicates=duplicates, ship=ship)
+    r, q = inputs.align(r, q)
+    return Evaluation(measures, specs, r, q, duplicates=duplicates, ship=ship)
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",

@@ -59,9 +59,9 @@ def reraise(files: dict | None = None) -> Iterator[None]:
         if _NO_PACKAGE in str(e):
             from .session import SparkUnavailable
             raise SparkUnavailable(
-                "the Spark executors' Python cannot import ndcg_plugin, which the engine plan runs on each partition: "
-                "install ndcg-plugin in the executors' environment (docs/spark.md: On a cluster), or take a Spark SQL "
-                "plan: prepare(..., strategy='top_k' or 'full'), eval --spark-plan top_k or full") from None
+                "the Spark executors' Python cannot import ndcg_plugin, which the Spark engine runs on each partition "
+                "(the local engine, as any PySpark UDF library runs there): install ndcg-plugin in the executors' "
+                "environment, e.g. a packed virtual environment (docs/spark.md: On a cluster)") from None
         found = _MESSAGE.search(str(e))
         if found is None:
             raise

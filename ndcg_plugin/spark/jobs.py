@@ -1,20 +1,31 @@
-"""An evaluation on Spark: the plan built for the measures (top-k or full rows), and the actions
-that run it. :meth:`Evaluation.aggregates` is one action (one ``collect`` of a few rows) that
-computes the aggregates and validates the input together; :meth:`Evaluation.per_query` is one
-action too (it builds the cached per-query table, validated as it is computed)."""
+"""An evaluation on Spark: the engine plan built for the measures (:mod:`.partitions`), and the
+actions that run it. :meth:`Evaluation.aggregates` is one action (one ``collect`` of a few rows)
+that computes the aggregates and validates the input together; :meth:`Evaluation.per_query` is one
+action too (it builds the cached per-query table, validated as it is computed).
+
+The exact sums: each measure's per-query values are split per binary exponent, in 64-bit
+integers (:func:`ndcg_plugin.arrays.exact.split_sums` in the workers, :func:`exact_parts` as
+Spark expressions for :meth:`Evaluation.aggregates` by a key), and the driver adds up the few
+rows it collects exactly (:class:`ndcg_plugin.arrays.exact.ExactSum`): the local engine's digits,
+whatever the partitioning."""
 from __future__ import annotations
 
 import math
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ranking.ranked import report_unmatched
 from .session import quiet_pandas
 
-#: how each strategy names itself to the user
-STRATEGIES = ("auto", "engine", "top_k", "full")
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: the strategies :func:`ndcg_plugin.spark.prepare` takes: both are the engine plan
+STRATEGIES = ("auto", "engine")
+#: the Spark SQL plans, retired: one implementation per measure and backend (docs/spark.md)
+RETIRED = ("top_k", "full")
 #: what the engine plan ships when every measure has a cutoff: each query's best rows, every row,
 #: or what a sample of the run says pays (:func:`.partitions.worth_cutting`)
 SHIPS = ("auto", "best", "all")
@@ -22,36 +33,30 @@ SHIPS = ("auto", "best", "all")
 
 @dataclass
 class Built:
-    """The DataFrames of one plan: ``every`` has one row per query (run-only ones too) with the
-    per-query values and the validation columns; ``duplicates`` the run's repeated pairs when the
-    row plan does not check them itself (top-k)."""
+    """The DataFrames of the plan: ``every`` has one row per query (run-only ones too) with the
+    per-query values and the validation columns (:func:`.worker.wide_schema`); ``summed`` the
+    result rows without a key, summed in the workers."""
     every: Any
     outputs: list
-    duplicates: Any
-    discounts: int
-    summed: Any = None   # the engine plan's result rows without a key, summed in its workers
+    summed: Any
 
 
 class Evaluation:
-    """A lazy evaluation of ``measures`` (nothing runs until an action is called). ``strategy``:
-    ``engine`` (the local engine on each partition: :mod:`.partitions`), or the Spark SQL plans
-    ``top_k`` (only each query's best rows are shuffled) and ``full`` (every row)."""
+    """A lazy evaluation of ``measures`` by the engine plan (nothing runs until an action is
+    called): the local engine on each partition (:mod:`.partitions`). ``strategy`` names the plan:
+    ``'engine'``, the one there is."""
 
-    def __init__(self, measures: list, specs: list, run, qrels, strategy: str, files: dict | None = None,
+    def __init__(self, measures: list, specs: list, run, qrels, files: dict | None = None,
                  duplicates: str = "error", ship: str = "auto"):
-        self.measures, self.strategy, self.files = measures, strategy, dict(files or {})
+        self.measures, self.strategy, self.files = measures, "engine", dict(files or {})
         self.duplicates, self.ship = duplicates, ship
         self._specs, self._run, self._qrels = specs, run, qrels
         self._persisted = None
         self._checked: dict | None = None
         self._ship_all = False  # the engine plan ships every row (its first run could not check the run)
-        cutoffs = [s.cutoff for _, s in specs if s.cutoff is not None]
-        from .plan import DEFAULT_DISCOUNTS
-        unbounded = len(cutoffs) < len(specs)
-        self._table = max(cutoffs + [DEFAULT_DISCOUNTS if unbounded else 1])
         self._made: Built | None = None
         if not self._samples():
-            self._made = self._build(self._table)
+            self._made = self._build()
         else:  # the plan waits for the first action, which samples the run first
             from . import partitions
             partitions.outputs(measures)  # what the plan would refuse, refused now, by name
@@ -59,42 +64,30 @@ class Evaluation:
     def _cut_applies(self) -> bool:
         """Whether the engine plan may cut the run before the shuffle: every measure ranks the whole
         run with a cutoff, and no earlier run asked for every row."""
-        from . import topk
-        return not self._ship_all and all(topk.serves(s) for _, s in self._specs)
+        from .partitions import cut_applies
+        return not self._ship_all and all(cut_applies(s) for _, s in self._specs)
 
     def _samples(self) -> bool:
-        """Whether the plan's build samples the run (the engine plan, ``ship='auto'``, a cut that
-        applies): then it waits for an action."""
-        return self.strategy == "engine" and self.ship == "auto" and self._cut_applies()
+        """Whether the plan's build samples the run (``ship='auto'``, a cut that applies): then it
+        waits for an action."""
+        return self.ship == "auto" and self._cut_applies()
 
     @property
     def _built(self) -> Built:
         """The plan, built on first use: with ``ship='auto'`` its sample of the run is a Spark job,
         which waits for an action (nothing runs when the evaluation is prepared)."""
         if self._made is None:
-            self._made = self._build(self._table)
+            self._made = self._build()
         return self._made
 
-    def _build(self, table: int) -> Built:
-        from . import duplicates, full, partitions, plan, topk
-        if self.strategy == "engine":
-            cut = self._cut_applies() and self._cuts()
-            with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
-                every, summed, outs = partitions.per_query(
-                    self._run, self._qrels, self.measures, [s for _, s in self._specs],
-                    max(s.cutoff for _, s in self._specs) if cut else None, self.duplicates)
-            return Built(every, outs, None, table, summed)
-        measure_plan = plan.plan_measures(self._specs, table)
-        qrels = plan.check_labels(self._qrels, measure_plan)
-        if self.strategy == "top_k":
-            k = max(s.cutoff for _, s in self._specs)
-            rows, checks = topk.rows(self._run, qrels, k)
-            with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
-                dups = duplicates.repeated_pairs(self._run, "group" if duplicates.small(self._run) else "summary")
-        else:
-            rows, checks = full.rows(self._run, qrels, any(s.judged_only for _, s in self._specs))
-            dups = None
-        return Built(plan.per_query(rows, measure_plan, checks), measure_plan.outputs, dups, table)
+    def _build(self) -> Built:
+        from . import partitions
+        cut = self._cut_applies() and self._cuts()
+        with quiet_pandas():  # mapInArrow checks pandas' version, which pyspark 4 warns about
+            every, summed, outs = partitions.per_query(
+                self._run, self._qrels, self.measures, [s for _, s in self._specs],
+                max(s.cutoff for _, s in self._specs) if cut else None, self.duplicates)
+        return Built(every, outs, summed)
 
     def _cuts(self) -> bool:
         """Whether the engine plan ships each query's best rows (``ship``; for ``auto``, decided once
@@ -134,23 +127,21 @@ class Evaluation:
             self._persisted.unpersist()
             self._persisted = None
 
-    def _rebuild(self, table: int) -> None:
+    def _rebuild(self) -> None:
         self._checked = None
         persisted = self._persisted is not None
         self.unpersist()
-        self._made = self._build(table)
+        self._made = self._build()
         if persisted:
             self.persist()
 
     def frame(self, by=None):
         """The DataFrame :meth:`aggregates` collects: exact partial sums and validation rows."""
         from pyspark.sql import functions as F
-
-        from .plan import result_rows
-        if by is None and self._built.summed is not None:
+        if by is None:
             return self._built.summed
         every = self._built.every.withColumn("query_id", F.col("q").cast("string"))
-        return result_rows(every, self._built.outputs, by, self._built.duplicates)
+        return result_rows(every, self._built.outputs, by)
 
     def check(self) -> None:
         """Validate the input: the action of :meth:`aggregates`, whose result is kept for it."""
@@ -168,14 +159,11 @@ class Evaluation:
         while True:
             with failures.reraise(self.files):
                 rows = self.frame(by).collect()
-            checks = {"unmatched": 0, "run_queries": 0, "need": None, "dup_qrels": None, "dup_run": None,
-                      "unverified": 0}
+            checks = {"unmatched": 0, "run_queries": 0, "dup_qrels": None, "dup_run": None, "unverified": 0}
             sums = [r for r in rows if r["kind"] == "sum"]
             for r in rows:
                 if r["kind"] in ("unmatched", "run_queries", "unverified"):
                     checks[r["kind"]] = int(r["n"])
-                elif r["kind"] == "need":
-                    checks["need"] = r["big"]
                 elif r["kind"] in ("dup_qrels", "dup_run"):
                     checks[r["kind"]] = r["example"] or checks[r["kind"]]
             if not self._settle(checks):
@@ -183,24 +171,20 @@ class Evaluation:
 
     def _settle(self, checks: dict) -> bool:
         """Raise for repeated pairs (the qrels' first, as the local engine reads them first); True
-        when the plan is rebuilt and must run again: a query needs more discounts than the plan had,
-        or (engine plan) a query could not be evaluated from the rows shipped: they came from several
-        partitions with only their best rows, so that its pairs could not all be checked (and a
-        repeated pair's count may be short), or (``duplicates='max'``) two copies of a pair were
-        among them: every row is shipped then."""
+        when the plan is rebuilt and must run again: a query could not be evaluated from the rows
+        shipped: they came from several partitions with only their best rows, so that its pairs
+        could not all be checked (and a repeated pair's count may be short), or
+        (``duplicates='max'``) two copies of a pair were among them: every row is shipped then."""
         from .failures import duplicate_error
         for kind in ("qrels", "run"):
             if kind == "run" and checks.get("unverified"):
                 self._ship_all, self.ship = True, "all"  # ship says what the numbers came from
-                self._rebuild(self._built.discounts)
+                self._rebuild()
                 return True
             found = checks[f"dup_{kind}"]
             if found is not None:
                 self.unpersist()
                 raise duplicate_error(kind, list(found["pair"]), int(found["n"]), self.files)
-        if checks["need"] is not None and checks["need"] > self._built.discounts:
-            self._rebuild(int(checks["need"]))
-            return True
         report_unmatched(int(checks["unmatched"] or 0), int(checks["run_queries"] or 0))
         return False
 
@@ -242,14 +226,11 @@ class Evaluation:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        from . import failures, plan
+        from . import failures
         while True:
             every = self._built.every
-            if self._built.duplicates is not None:
-                edge = F.broadcast(self._built.duplicates.select(F.col("example").alias("dup_edge")))
-                every = every.crossJoin(edge).withColumn("dup_run", F.coalesce("dup_run", "dup_edge"))
             seen = Observation("ndcg-plugin checks")
-            every = every.observe(seen, *plan.observed(every))
+            every = every.observe(seen, *observed())
             wide = every.where("has_qrels").select(F.col("q").cast("string").alias("query_id"),
                                                    *[o.value for o in self.outputs])
             out = self.long(wide).persist()
@@ -271,3 +252,79 @@ class Evaluation:
         with failures.reraise(self.files):
             for r in self.wide.orderBy("query_id").toLocalIterator():
                 yield r["query_id"], [math.nan if r[o.value] is None else float(r[o.value]) for o in self.outputs]
+
+
+def exact_parts(value: Column) -> list[Column]:
+    """A finite double column split for an exact sum as :func:`ndcg_plugin.arrays.exact.split` splits it:
+    ``shift`` (E) and the pieces ``hi``, ``mid``, ``lo`` of the 53-bit mantissa, with integer
+    arithmetic only where it must be exact. The binary exponent comes from log2, corrected by
+    comparisons with exact powers of two; dividing by a power of two is exact."""
+    from pyspark.sql import functions as F
+    two = F.lit(2.0)
+    a = F.abs(value)
+    e0 = F.floor(F.log2(a)).cast("int")
+    e1 = F.when(F.pow(two, e0) > a, e0 - 1).otherwise(e0)
+    e = F.when(F.pow(two, e1 + 1) <= a, e1 + 1).otherwise(e1)
+    normal = a >= F.lit(2.0 ** -1022)
+    magnitude = (F.when(a == 0, F.lit(0.0))
+                 .when(normal, a / F.pow(two, e - 52))                           # in [2^52, 2^53)
+                 .otherwise(a * F.lit(2.0 ** 537) * F.lit(2.0 ** 537))).cast("long")  # subnormal: a * 2^1074
+    mantissa = F.when(value < 0, -magnitude).otherwise(magnitude)
+    shift = F.when(normal, e + 1022).otherwise(F.lit(0))
+    mask = F.lit((1 << 18) - 1).cast("long")
+    return [shift.alias("shift"), F.shiftright(mantissa, 36).alias("hi"),
+            F.shiftright(mantissa, 18).bitwiseAND(mask).alias("mid"), mantissa.bitwiseAND(mask).alias("lo")]
+
+
+_NULL = {"i": "int", "part": "string", "v": "double"}
+_EXAMPLE = "struct<pair:array<string>,n:bigint>"
+
+
+def _item(kind: str, **given: Column) -> Column:
+    """One row of the results, before they are grouped: NULL in the fields ``given`` lacks."""
+    from pyspark.sql import functions as F
+    fields = [F.lit(kind).alias("kind")]
+    fields += [given[name].alias(name) if name in given else F.lit(None).cast(t).alias(name)
+               for name, t in _NULL.items()]
+    fields.append((given["example"] if "example" in given else F.lit(None).cast(_EXAMPLE)).alias("example"))
+    return F.struct(*fields)
+
+
+def result_rows(wide: DataFrame, outputs: list, key: Column) -> DataFrame:
+    """The few rows :meth:`Evaluation.aggregates` collects with a ``key`` (a column expression over
+    ``query_id``), from one grouped aggregation over the per-query table of every query
+    (:func:`.worker.wide_schema`): per (key, measure i, part, shift) the exact partial sums
+    (``hi``, ``mid``, ``lo``) of the values each measure aggregates and their number ``n`` (its
+    values; an item-level measure's hits and den; NULL values, "no value", are left out); and the
+    validation rows (kind ``unmatched``/``run_queries``/``unverified``: n; ``dup_qrels``/``dup_run``:
+    example). Without a key, the workers make the same rows (:func:`.worker.sums`)."""
+    from pyspark.sql import functions as F
+    has_qrels, returned = F.col("has_qrels"), F.col("returned")
+    items = []
+    for i, o in enumerate(outputs):
+        parts = {"hits": o.hits, "den": o.den} if o.hits is not None else {"value": o.value}
+        for part, c in parts.items():
+            v = F.col(c).cast("double")
+            items.append(F.when(has_qrels & v.isNotNull(), _item("sum", i=F.lit(i), part=F.lit(part), v=v)))
+    items += [F.when(~has_qrels & (returned > 0), _item("unmatched")), F.when(returned > 0, _item("run_queries")),
+              F.when(F.col("unverified"), _item("unverified")),
+              F.when(F.col("dup_qrels").isNotNull(), _item("dup_qrels", example=F.col("dup_qrels"))),
+              F.when(F.col("dup_run").isNotNull(), _item("dup_run", example=F.col("dup_run")))]
+    x = wide.select(key.alias("key"), F.explode(F.filter(F.array(*items), lambda t: t.isNotNull())).alias("x"))
+    is_sum = F.col("x.kind") == "sum"
+    x = x.select(F.when(is_sum, F.col("key")).alias("key"), "x.kind", "x.i", "x.part", "x.example",
+                 *exact_parts(F.col("x.v")))
+    return x.groupBy("kind", "key", "i", "part", "shift").agg(
+        F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.count(F.lit(1)).alias("n"),
+        F.min("example").alias("example"))
+
+
+def observed() -> list[Column]:
+    """The validation counts of :func:`result_rows`, as aggregates over the per-query table (for
+    ``DataFrame.observe``: the per-query output validates as it is computed)."""
+    from pyspark.sql import functions as F
+    has_qrels, returned = F.col("has_qrels"), F.col("returned")
+    return [F.count(F.when(~has_qrels & (returned > 0), True)).alias("unmatched"),
+            F.count(F.when(returned > 0, True)).alias("run_queries"),
+            F.min("dup_qrels").alias("dup_qrels"), F.min("dup_run").alias("dup_run"),
+            F.count(F.when(F.col("unverified"), True)).alias("unverified")]

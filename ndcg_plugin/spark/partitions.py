@@ -1,8 +1,9 @@
-"""The engine plan: one shuffle by query id, then the local engine evaluates each partition's
-queries, so that every per-query value is the local engine's own (the same code computes it).
+"""The engine plan, the Spark engine's one plan: one shuffle by query id, then the local engine
+evaluates each partition's queries, so that every per-query value is the local engine's own (the
+same code computes it).
 
 1. With a largest cutoff K (every measure has one, ranks the whole run with the qrels' ideal
-   ranking: :func:`.topk.serves`), each input partition of the run keeps what can matter
+   ranking: :func:`cut_applies`), each input partition of the run keeps what can matter
    (:func:`.worker.shipped_rows`: the K best rows of each query in the partition, and every row of
    the queries at the edges of its file splits, of repeated pairs), in a Python worker, when that
    cut pays (``ship='best'``, or ``'auto'`` and :func:`worth_cutting`); with no K, or
@@ -10,7 +11,7 @@ queries, so that every per-query value is the local engine's own (the same code 
 2. those rows and the qrels rows are hash-partitioned by query id together (the one exchange);
 3. each partition, in a Python worker, is checked for repeated pairs (exactly) and evaluated by
    :func:`ndcg_plugin.engine.block.compute` (:func:`.worker.evaluated`): one row per query, the per-query
-   table :mod:`.plan` builds its exact sums and checks from.
+   table :mod:`.jobs` builds its exact sums and checks from.
 
 The executors' Python must import ndcg_plugin (the driver's environment, in local mode; on a
 cluster, install it there as any library a Python UDF uses). A query the first step could not
@@ -20,14 +21,34 @@ each: a run not grouped by query) makes the evaluation run again with every row 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..measures import Spec, family
 from ..measures.aggregate import MicroAgg, NanSkipMeanAgg, array_aggregator
 from .failures import MARK
 from .inputs import file_split
-from .plan import Output
 from .worker import CAND, WHOLE, source, wide_schema
+
+
+@dataclass(frozen=True)
+class Output:
+    """Per-query columns of one measure: ``value``; for an item-level measure also ``hits``/``den``
+    (micro-averaged); ``ignore``: NULL is "no value" (the mean leaves it out)."""
+    name: str        # str(measure)
+    value: str
+    hits: str | None = None
+    den: str | None = None
+    ignore: bool = False
+
+
+def cut_applies(spec: Spec) -> bool:
+    """Whether a query's rows below its K best cannot change ``spec``'s value: a cutoff, the whole
+    run ranked (not judged_only), and nothing the family needs from every row of the run (e.g. an
+    ideal ranking from the run)."""
+    return spec.cutoff is not None and not spec.judged_only and not family(spec.family).needs_every_row(spec)
 
 
 def outputs(measures: list) -> list[Output]:
@@ -123,9 +144,9 @@ def worth_cutting(run: DataFrame, k: int) -> bool:
 def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
               k: int | None, duplicates: str = "error") -> tuple[DataFrame, DataFrame, list]:
     """The per-query table (:func:`.worker.wide_schema`), the same reduced to the rows of
-    :func:`.plan.result_rows` without a key (each partition's exact partial sums, grouped), and the
+    :func:`.jobs.result_rows` without a key (each partition's exact partial sums, grouped), and the
     measures' outputs. ``run`` (q, d, s) and ``qrels`` (q, d, lab) have the same id types
-    (:func:`.plan.align`); ``k``: the largest cutoff, or None to ship every row.
+    (:func:`.inputs.align`); ``k``: the largest cutoff, or None to ship every row.
 
     ``duplicates='max'`` (a repeated pair kept once, at its highest score or label) needs no look
     at every row before the shuffle, so the rows are cut by Spark itself (:func:`_best`): a copy of
@@ -154,8 +175,8 @@ def per_query(run: DataFrame, qrels: DataFrame, measures: list, specs: list,
     parts = together.mapInArrow(_evaluate(specs, outs, True, duplicates), ddl(SUMS))
     summed = parts.groupBy("kind", "key", "i", "part", "shift").agg(
         F.sum("hi").alias("hi"), F.sum("mid").alias("mid"), F.sum("lo").alias("lo"), F.sum("n").alias("n"),
-        F.max("big").alias("big"), F.min("example").alias("example"))
+        F.min("example").alias("example"))
     return wide, summed, outs
 
 
-__all__ = ["per_query", "outputs", "CAND", "WHOLE"]
+__all__ = ["per_query", "outputs", "cut_applies", "Output", "CAND", "WHOLE"]

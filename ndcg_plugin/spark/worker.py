@@ -150,10 +150,12 @@ def ddl(schema: pa.Schema) -> str:
 
 
 def wide_schema(outputs: list) -> pa.Schema:
-    """The per-query table :func:`evaluated` returns (that of :func:`..plan.per_query`, plus
-    ``unverified``), for ``outputs`` (:class:`..plan.Output`)."""
+    """The per-query table :func:`evaluated` returns, for ``outputs`` (:class:`.partitions.Output`):
+    each query id, whether the qrels have it, the rows the run returned for it, its repeated pairs
+    (an example), whether its rows could be checked (``unverified``: see the module), and each
+    measure's columns."""
     fields = [("q", pa.string()), ("has_qrels", pa.bool_()), ("returned", pa.int64()), ("dup_qrels", EXAMPLE),
-              ("dup_run", EXAMPLE), ("need", pa.int64()), ("unverified", pa.bool_())]
+              ("dup_run", EXAMPLE), ("unverified", pa.bool_())]
     for o in outputs:
         fields.append((o.value, pa.float64()))
         if o.hits is not None:
@@ -269,7 +271,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
         "q": all_q, "has_qrels": pa.array(np.arange(n) < nq),
         "returned": pa.array(np.r_[returned, sizes[only_run]].astype(np.int64)),
         "dup_qrels": _example_column(all_q, dup_qrels), "dup_run": _example_column(all_q, dup_run),
-        "need": pa.nulls(n, pa.int64()), "unverified": pa.array(np.r_[flag, unverified[only_run]])}
+        "unverified": pa.array(np.r_[flag, unverified[only_run]])}
     for spec, o in zip(specs, outputs, strict=True):
         vals = values.get(spec)
         for name, arr in ((o.value, None if vals is None else vals.values),
@@ -288,14 +290,14 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
     return pa.table(columns)
 
 
-#: the rows :func:`sums` returns (those :func:`..plan.result_rows` groups, before they are grouped)
+#: the rows :func:`sums` returns (those :func:`.jobs.result_rows` groups, before they are grouped)
 SUMS = pa.schema([("kind", pa.string()), ("key", pa.string()), ("i", pa.int32()), ("part", pa.string()),
                   ("shift", pa.int32()), ("hi", pa.int64()), ("mid", pa.int64()), ("lo", pa.int64()),
-                  ("n", pa.int64()), ("big", pa.int64()), ("example", EXAMPLE)])
+                  ("n", pa.int64()), ("example", EXAMPLE)])
 
 
 def sums(wide: pa.Table, outputs: list) -> pa.Table:
-    """What :func:`..plan.result_rows` makes of a per-query table (:func:`wide_schema`), without a
+    """What :func:`.jobs.result_rows` makes of a per-query table (:func:`wide_schema`), without a
     key: per measure i and part, the exact partial sums of the qrels queries' values per binary
     exponent (:func:`ndcg_plugin.arrays.exact.split_sums`; NULL, "no value", left out), and the
     validation rows (``unmatched``, ``run_queries``, ``unverified``: n; ``dup_qrels``,
