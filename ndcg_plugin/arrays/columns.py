@@ -256,7 +256,7 @@ def _load8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def _fingerprint_chunk(arr: pa.Array, out: np.ndarray, native: bool = True) -> None:
-    if len(arr) == 0 or (native and speedups.fingerprints_into(arr, out)):
+    if len(arr) == 0 or (native and speedups.fingerprints_into(arr, out) is not None):
         return
     data, starts, ends = _spans(arr)
     length = ends - starts
