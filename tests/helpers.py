@@ -1,10 +1,13 @@
 """Small builders for tests, and the one way tests run the command in a process of its own."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -14,6 +17,23 @@ def run_cli(*args: str, stdin: str | None = None, env: dict | None = None, cwd=N
     process's environment, which holds conftest.py's offline ir-datasets cache)."""
     return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, text=True, input=stdin,
                           env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def numpy_twin(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with the C loops turned off (``speedups.disabled``): the numpy
+    definition a C loop is compared with."""
+    from ndcg_plugin.arrays import speedups
+
+    with speedups.disabled():
+        return fn(*args, **kwargs)
+
+
+def both_ways() -> list[tuple[str, contextlib.AbstractContextManager]]:
+    """(name, context) of the two ways a caller runs: with the C loops where they are built, and
+    with numpy alone (``speedups.disabled``)."""
+    from ndcg_plugin.arrays import speedups
+
+    return [("C loops", contextlib.nullcontext()), ("numpy", speedups.disabled())]
 
 
 def qrels_df(rows):

@@ -2,8 +2,9 @@
 on random inputs (strings with zero bytes, non-ASCII, empty and long; sliced and chunked
 arrays; codes that are and are not grouped; text with empty fields), and the command's
 output with and without them, byte for byte, on random interaction logs (tests/test_side_by_side.py's) and with the
-environment variable that turns them off. Where the extension is not built, the comparisons
-are skipped (numpy runs alone) except in CI, where its absence fails."""
+environment variable that turns them off. The numpy twin of a call runs in-process under
+``speedups.disabled()`` (tests.helpers.numpy_twin). Where the extension is not built, the
+comparisons are skipped (numpy runs alone) except in CI, where its absence fails."""
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ from ndcg_plugin.ranking.ranked import trec_eval_order
 from ndcg_plugin.reading.columnar import empty_field
 from ndcg_plugin.reading.duplicates import distinct_within_small_queries
 from ndcg_plugin.reading.sources import Chunk
-from tests.helpers import qrels_df
+from tests.helpers import both_ways, numpy_twin, qrels_df
 from tests.helpers import run_cli as run_process
 from tests.test_reading import files, files_taken, parse
 from tests.test_side_by_side import MEASURES, logs, run_cli
@@ -60,11 +61,11 @@ def string_arrays(draw):
 @settings(max_examples=300, deadline=None)
 @given(string_arrays(), st.data())
 def test_fingerprints_and_heads_in_c_equal_numpys(arr, data):
-    assert fingerprints(arr).tolist() == fingerprints(arr, native=False).tolist()
+    assert fingerprints(arr).tolist() == numpy_twin(fingerprints, arr).tolist()
     n = len(arr)
     rows = np.array(sorted(data.draw(st.lists(st.integers(0, n - 1), max_size=20))) if n else [], dtype=np.int64)
     for at in (None, rows):
-        mine, theirs = heads(arr, at), heads(arr, at, native=False)
+        mine, theirs = heads(arr, at), numpy_twin(heads, arr, at)
         assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
 
 
@@ -76,7 +77,7 @@ def test_group_codes_of_strings_in_order_in_c_equal_numpys(parts, in_order, typ)
     flat = sorted(v for p in parts for v in p) if in_order else [v for p in parts for v in p]
     cuts = np.cumsum([0] + [len(p) for p in parts])
     arr = pa.chunked_array([pa.array(flat[a:b], type=typ) for a, b in zip(cuts[:-1], cuts[1:], strict=True)], type=typ)
-    mine, theirs = group_codes(arr), group_codes(arr, native=False)
+    mine, theirs = group_codes(arr), numpy_twin(group_codes, arr)
     assert mine[0].dtype == theirs[0].dtype and mine[0].tolist() == theirs[0].tolist()
     assert mine[1].equals(theirs[1]) and mine[2].tolist() == theirs[2].tolist()
 
@@ -95,7 +96,7 @@ def test_group_codes_of_ids_that_share_their_first_8_bytes():
         assert codes.tolist() == [distinct.index(i) for i in ids] and uniques.to_pylist() == distinct
         assert sizes.tolist() == [ids.count(i) for i in distinct]
         shuffled = pa.chunked_array([pa.array(ids[::-1], type=typ)])
-        assert group_codes(shuffled)[0].tolist() == group_codes(shuffled, native=False)[0].tolist()
+        assert group_codes(shuffled)[0].tolist() == numpy_twin(group_codes, shuffled)[0].tolist()
 
 
 @built
@@ -119,12 +120,13 @@ def test_strings_compared_in_c_as_python_compares_them(a, b, data):
 def test_exact_split_sums_in_c_equal_numpys(values, bad):
     """Every kind of double (zeros, subnormals, the largest); a value that is not finite refused."""
     arr = np.array(values, dtype=np.float64)
-    assert split_sums(arr) == split_sums(arr, native=False)
+    assert split_sums(arr) == numpy_twin(split_sums, arr)
     if bad is not None:
         arr = np.append(arr, bad)
-        for native in (True, False):
-            with pytest.raises(ValueError, match="finite"):
-                split_sums(arr, native=native)
+        assert speedups.split_sums(arr) is None  # the C loop declines; numpy refuses it by name
+        for _, way in both_ways():
+            with way, pytest.raises(ValueError, match="finite"):
+                split_sums(arr)
 
 
 @built
@@ -147,7 +149,7 @@ def test_ties_of_a_ranked_run_ordered_in_c_as_by_numpy(queries, with_doc_at):
         doc_at = np.arange(len(docs), dtype=np.int64) * 2
         docs = [x for d in docs for x in (d, "zzz")]
     arr = pa.chunked_array([pa.array(docs[:3], type=pa.string()), pa.array(docs[3:], type=pa.string())])
-    mine, theirs = trec_eval_order(group, score, arr, doc_at), trec_eval_order(group, score, arr, doc_at, native=False)
+    mine, theirs = trec_eval_order(group, score, arr, doc_at), numpy_twin(trec_eval_order, group, score, arr, doc_at)
     assert mine.tolist() == theirs.tolist()
 
 
@@ -165,7 +167,7 @@ def test_distinct_within_small_queries_in_c_equals_numpys(sizes, data, dtype):
     span = data.draw(st.sampled_from([4, 50, 2**64]))  # few values: repeats within a query
     fp = np.array(data.draw(st.lists(st.integers(0, span - 1), min_size=len(codes), max_size=len(codes))),
                   dtype=np.uint64)
-    assert distinct_within_small_queries(fp, codes) == distinct_within_small_queries(fp, codes, native=False)
+    assert distinct_within_small_queries(fp, codes) == numpy_twin(distinct_within_small_queries, fp, codes)
 
 
 @built
@@ -176,7 +178,7 @@ def test_empty_fields_found_in_c_as_by_numpy(text, data, delimiter, first_column
     start = data.draw(st.integers(0, len(text)))
     chunk = Chunk(text, start, data.draw(st.integers(start, len(text))))
     assert empty_field(chunk, delimiter, first_column, has_cr) == \
-        empty_field(chunk, delimiter, first_column, has_cr, native=False)
+        numpy_twin(empty_field, chunk, delimiter, first_column, has_cr)
 
 
 @built
@@ -188,8 +190,9 @@ def test_empty_fields_by_hand():
              (b" a b\n", True, False, True), (b"a b\n c\n", True, False, True), (b"a b\n c\n", False, False, False),
              (b"a b ", False, False, True), (b"", True, True, False)]
     for text, first_column, has_cr, empty in cases:
-        for native in (True, False):
-            assert empty_field(Chunk(text), b" ", first_column, has_cr, native=native) == empty, (text, native)
+        for name, way in both_ways():
+            with way:
+                assert empty_field(Chunk(text), b" ", first_column, has_cr) == empty, (text, name)
 
 
 PLAIN_NUMBERS = ["1", "-2", "0", "-0", "007", "1.5", "-0.25", "0.976", "12345.678901", "9007199254740993",
@@ -227,19 +230,16 @@ def plain_files(draw):
 
 
 @built
-@settings(max_examples=600, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plain_files() | files())
-def test_files_read_with_the_c_parser_equal_those_read_without(monkeypatch, case):
+def test_files_read_with_the_c_parser_equal_those_read_without(case):
     """Files mostly in the C loop's simple form (:func:`plain_files`), and tests/test_reading.py's
     random files (every kind of separator, blank and comment lines, bad and good numbers, empty
     fields, CRLF, a BOM, bytes that are not UTF-8, gzip; blocks of 16 bytes to 1 MiB): the same
     table, line numbers and errors with the C loops as without."""
     kind, run_format, data, block = case
     fast = parse(data, kind, run_format, block, columnar_ok=True)
-    with monkeypatch.context() as m:
-        m.setattr(speedups, "available", lambda: False)
-        slow = parse(data, kind, run_format, block, columnar_ok=True)
+    slow = numpy_twin(parse, data, kind, run_format, block, columnar_ok=True)
     assert fast == slow
 
 
@@ -285,7 +285,7 @@ def test_labels_looked_up_in_c_equal_numpys(judgments, probes):
     codes = index.code_of(qids)
     known = np.flatnonzero(codes >= 0)
     docs = docs.take(pa.array(known))
-    mine, theirs = index.labels(codes[known], docs), index.labels(codes[known], docs, native=False)
+    mine, theirs = index.labels(codes[known], docs), numpy_twin(index.labels, codes[known], docs)
     assert mine[0].tolist() == theirs[0].tolist() and mine[1].tolist() == theirs[1].tolist()
     # by local query codes (a block's queries: group codes and each one's qrels code), the pair
     # keys made and looked up in one C loop, also through doc_at (the rows of a cut run)
@@ -320,15 +320,13 @@ def test_labels_looked_up_in_c_in_queries_of_every_size_up_to_40():
 @built
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(), st.sampled_from([[], ["--block-size", "64"], ["--duplicates", "max"], ["-q"]]))
-def test_the_command_prints_the_same_with_and_without_the_c_loops(monkeypatch, tmp_path, case, options):
+def test_the_command_prints_the_same_with_and_without_the_c_loops(tmp_path, case, options):
     qrels, run = case
     (tmp_path / "q").write_text(qrels)
     (tmp_path / "r").write_text(run)
     args = ["eval", str(tmp_path / "q"), str(tmp_path / "r"), "-p", "-1", *options, *MEASURES]
     fast = run_cli(*args)
-    with monkeypatch.context() as m:
-        m.setattr(speedups, "available", lambda: False)
-        slow = run_cli(*args)
+    slow = numpy_twin(run_cli, *args)
     assert fast == slow
 
 

@@ -13,7 +13,7 @@ from ndcg_plugin import read
 from ndcg_plugin.arrays import speedups
 from ndcg_plugin.ranking import ranked as ranking
 from ndcg_plugin.ranking.qrels_index import QrelsIndex
-from tests.helpers import qrels_df
+from tests.helpers import numpy_twin, qrels_df
 from tests.test_speedups import built
 
 
@@ -33,7 +33,7 @@ def test_the_top_of_a_ranked_run_taken_in_c_as_by_numpy(queries, depth, data, dt
     matched = np.array(data.draw(st.lists(st.booleans(), min_size=len(sizes), max_size=len(sizes))))
     for only in (matched, np.ones(len(sizes), dtype=bool)):
         top, local = ranking.top_rows(score, sizes, depth, only, group)
-        top_np, local_np = ranking.top_rows(score, sizes, depth, only, group, native=False)
+        top_np, local_np = numpy_twin(ranking.top_rows, score, sizes, depth, only, group)
         assert top.tolist() == top_np.tolist() and local.tolist() == local_np.tolist()
         assert local.dtype == local_np.dtype and top.dtype == top_np.dtype
 
@@ -56,7 +56,7 @@ def test_the_dcg_added_in_c_as_by_numpy(rows, cutoff, variant, gains, dtype):
                        score=np.zeros(len(q)), returned=np.zeros(6, dtype=np.int64), pool_q=q[:0], pool_rel=rel[:0],
                        nq=6, codes=np.arange(6))
     spec = Spec("ndcg", variant, cutoff, gains=gains if variant == "linear" else ())
-    mine, theirs = ndcg.dcg_of(ranked, spec), ndcg.dcg_of(ranked, spec, native=False)
+    mine, theirs = ndcg.dcg_of(ranked, spec), numpy_twin(ndcg.dcg_of, ranked, spec)
     assert mine.view(np.int64).tolist() == theirs.view(np.int64).tolist()
 
 
@@ -75,11 +75,11 @@ def test_rows_ranked_in_c_as_by_numpy(rows, ranked, depth, whole_ties, dtype):
     docs = pa.array([r[2] for r in rows])
     rel = np.array([max(r[3], 0) for r in rows], dtype=np.int64)
     judged = np.array([r[3] >= 0 for r in rows])
-    order = ranking.trec_eval_order(group, score, docs, native=False)
+    order = numpy_twin(ranking.trec_eval_order, group, score, docs)
     # a ranked run's rows that move (among their ties), as trec_eval_order tells the engine; else a sort
     moved = np.flatnonzero(order != np.arange(len(order))) if ranked else None
     mine = ranking.ranked_arrays(group, score, rel, judged, order, moved, depth, whole_ties)
-    theirs = ranking.ranked_arrays(group, score, rel, judged, order, moved, depth, whole_ties, native=False)
+    theirs = numpy_twin(ranking.ranked_arrays, group, score, rel, judged, order, moved, depth, whole_ties)
     for a, b in zip(mine, theirs, strict=True):
         assert a.dtype == b.dtype and a.tolist() == b.tolist()
 
@@ -105,7 +105,7 @@ def test_an_index_of_grouped_qrels_sorted_in_c_as_by_numpy(judgments, grouped):
     if grouped:
         rows.sort(key=lambda r: r[0])
     qrels = read(qrels_df(rows), "qrels")
-    mine, theirs = QrelsIndex(qrels), QrelsIndex(qrels, native=False)
+    mine, theirs = QrelsIndex(qrels), numpy_twin(QrelsIndex, qrels)
     for name in ("keys", "key_q", "rel"):
         assert getattr(mine, name).tolist() == getattr(theirs, name).tolist()
     probe = rows[::-1] + [("q00", "zz", 1)]

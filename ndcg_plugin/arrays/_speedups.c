@@ -2,16 +2,18 @@
    holds the module and the loops over strings and text, _speedups_rows.c those over rows.
 
 Each function computes exactly what its numpy definition in the package computes (tests compare
-the two on random inputs); the Python side falls back to numpy when this module is not built.
-Arguments are raw buffers (numpy arrays, Arrow buffers): offsets of Arrow strings (int32 or
-int64, absolute positions in the data buffer), the data bytes, and output arrays the caller
-allocated. Every offset and row is checked against its buffer before it is read; the loops run
-without the GIL. */
+the two on random inputs), or declines with None (the contract in _speedups.h: never an
+exception to decline; sizes compared by division, in Py_ssize_t or int64_t); the Python side
+falls back to numpy on None and when this module is not built. Arguments are raw buffers (numpy
+arrays, Arrow buffers): offsets of Arrow strings (int32 or int64, absolute positions in the data
+buffer), the data bytes, and output arrays the caller allocated (nothing is promised of them
+when the function declines). Every offset and row is checked against its buffer before it is
+read; the loops run without the GIL. */
 #include "_speedups.h"
 
 static const uint64_t K1 = 0x9E3779B97F4A7C15ULL, K2 = 0xC2B2AE3D27D4EB4FULL, K3 = 0x165667B19E3779F9ULL;
 
-/* fingerprints(offsets, width, data, out): out[i] = the fingerprint of string i
+/* fingerprints(offsets, width, data, out) -> True or None: out[i] = the fingerprint of string i
    (columns.fingerprints: first 8 bytes, last 8 bytes beyond 8, length). */
 static PyObject *fingerprints(PyObject *self, PyObject *args) {
     Py_buffer off, data, out;
@@ -19,11 +21,7 @@ static PyObject *fingerprints(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*iy*w*", &off, &width, &data, &out)) return NULL;
     PyObject *result = NULL;
     int64_t n = out.len / 8, bad = -1;
-    if (!check_width(width)) goto done;
-    if (off.len < (n + 1) * width) {
-        PyErr_SetString(PyExc_ValueError, "fewer offsets than strings + 1");
-        goto done;
-    }
+    if (!check_width(width) || out.len % 8 || off.len / width < n + 1) { result = declined(); goto done; }
     const uint8_t *d = data.buf;
     uint64_t *o = out.buf;
     Py_BEGIN_ALLOW_THREADS
@@ -38,29 +36,26 @@ static PyObject *fingerprints(PyObject *self, PyObject *args) {
         o[i] = m;
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "string %lld lies outside the data", (long long)bad);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a string outside the data */
 done:
     PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
     return result;
 }
 
-/* heads(offsets, width, data, rows, head, length): of string rows[i] (rows: int64; an empty
-   buffer for every string), its first 8 bytes as a big-endian word (zeros after its end) and
-   its length (columns.heads). */
+/* heads(offsets, width, data, rows, head, length) -> True or None: of string rows[i] (rows:
+   int64; an empty buffer for every string), its first 8 bytes as a big-endian word (zeros after
+   its end) and its length (columns.heads). */
 static PyObject *heads(PyObject *self, PyObject *args) {
     Py_buffer off, data, rows, head, length;
     int width;
     if (!PyArg_ParseTuple(args, "y*iy*y*w*w*", &off, &width, &data, &rows, &head, &length)) return NULL;
     PyObject *result = NULL;
-    int64_t n = head.len / 8, strings = off.len / (width > 0 ? width : 1) - 1, bad = -1;
+    int64_t n = head.len / 8, strings = 0, bad = -1;
     int all = rows.len == 0;
-    if (!check_width(width)) goto done;
-    if (length.len != head.len || (all ? n > strings : rows.len != n * 8)) {
-        PyErr_SetString(PyExc_ValueError, "heads: buffer sizes disagree");
+    if (!check_width(width)) { result = declined(); goto done; }
+    strings = off.len / width - 1;
+    if (head.len % 8 || length.len != head.len || (all ? n > strings : !holds(rows.len, 8, n))) {
+        result = declined();
         goto done;
     }
     const uint8_t *d = data.buf;
@@ -77,19 +72,15 @@ static PyObject *heads(PyObject *self, PyObject *args) {
         l[i] = len;
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "row %lld names no string in the data", (long long)bad);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a row that names no string in the data */
 done:
     PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&rows);
     PyBuffer_Release(&head); PyBuffer_Release(&length);
     return result;
 }
 
-/* empty_field(data, start, end, delimiter, first_column, has_cr): columnar._empty_field on the
-   bytes data[start:end]: a delimiter followed by a delimiter, "\n" or (has_cr) "\r", or ending
+/* empty_field(data, start, end, delimiter, first_column, has_cr) -> bool, or None for a span
+   outside the data: columnar.empty_field on the bytes data[start:end]: a delimiter followed by a delimiter, "\n" or (has_cr) "\r", or ending
    the bytes; with first_column, also one that starts them or follows "\n". */
 static PyObject *empty_field(PyObject *self, PyObject *args) {
     Py_buffer data;
@@ -98,8 +89,7 @@ static PyObject *empty_field(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nniii", &data, &start, &end, &delimiter, &first_column, &has_cr)) return NULL;
     if (start < 0 || end < start || end > data.len) {
         PyBuffer_Release(&data);
-        PyErr_SetString(PyExc_ValueError, "empty_field: the span lies outside the data");
-        return NULL;
+        return declined();
     }
     const uint8_t *c = (const uint8_t *)data.buf + start;
     Py_ssize_t n = end - start;
@@ -125,7 +115,8 @@ static PyObject *empty_field(PyObject *self, PyObject *args) {
    never decrease (byte order, a prefix first): out[i] (int32 or int64, by its size) counts the
    distinct strings before string i, from `code` for the first string when it equals
    `previous` (bytes, or None for no string before), from code + 1 otherwise. Returns the last
-   code given, or None at the first string smaller than the one before it. */
+   code given, or None at the first string smaller than the one before it (and when the
+   arguments disagree). */
 static PyObject *increasing_codes(PyObject *self, PyObject *args) {
     Py_buffer off, data, prev, out;
     int width;
@@ -138,14 +129,12 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
         PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
         return NULL;
     }
-    int64_t n = (int64_t)(off.len / (width == 8 ? 8 : 4)) - 1, bad = -1, item = 0;
+    int64_t n = 0, bad = -1, item = 0;
     int decreasing = 0;
-    if (!check_width(width)) goto done;
-    item = n > 0 ? out.len / n : 0;
-    if (n < 0 || (n > 0 && out.len != n * item) || (n > 0 && item != 4 && item != 8)) {
-        PyErr_SetString(PyExc_ValueError, "increasing_codes: buffer sizes disagree");
-        goto done;
-    }
+    if (!check_width(width)) { result = declined(); goto done; }
+    n = (int64_t)(off.len / width) - 1;
+    item = holds(out.len, 4, n) ? 4 : holds(out.len, 8, n) ? 8 : 0;
+    if (n < 0 || (n > 0 && item == 0)) { result = declined(); goto done; }
     const uint8_t *d = data.buf, *last = have_prev ? prev.buf : NULL;
     const uint8_t *last_end = have_prev ? (const uint8_t *)prev.buf + prev.len : NULL;
     int64_t last_len = have_prev ? prev.len : 0;
@@ -176,31 +165,26 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
         last_len = len;
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "string %lld lies outside the data", (long long)bad);
-        goto done;
-    }
-    result = decreasing ? Py_NewRef(Py_None) : PyLong_FromLongLong(code);
+    result = decreasing || bad >= 0 ? declined() : PyLong_FromLongLong(code);  /* bad: a string outside the data */
 done:
     if (have_prev) PyBuffer_Release(&prev);
     PyBuffer_Release(&off); PyBuffer_Release(&data); PyBuffer_Release(&out);
     return result;
 }
 
-/* equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out): out[i]
-   (uint8) = string rows_a[i] of a equals string rows_b[i] of b, byte for byte. */
+/* equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out) -> True or
+   None: out[i] (uint8) = string rows_a[i] of a equals string rows_b[i] of b, byte for byte. */
 static PyObject *equal_at(PyObject *self, PyObject *args) {
     Py_buffer oa, da, ra, ob, db, rb, out;
     int wa, wb;
     if (!PyArg_ParseTuple(args, "y*iy*y*y*iy*y*w*", &oa, &wa, &da, &ra, &ob, &wb, &db, &rb, &out)) return NULL;
     PyObject *result = NULL;
     int64_t n = out.len, bad = -1;
-    if (!check_width(wa) || !check_width(wb)) goto done;
-    int64_t sa = oa.len / wa - 1, sb = ob.len / wb - 1;
-    if (ra.len != n * 8 || rb.len != n * 8) {
-        PyErr_SetString(PyExc_ValueError, "equal_at: buffer sizes disagree");
+    if (!check_width(wa) || !check_width(wb) || !holds(ra.len, 8, n) || !holds(rb.len, 8, n)) {
+        result = declined();
         goto done;
     }
+    int64_t sa = oa.len / wa - 1, sb = ob.len / wb - 1;
     const int64_t *x = ra.buf, *y = rb.buf;
     const uint8_t *pa = da.buf, *pb = db.buf;
     uint8_t *o = out.buf;
@@ -215,11 +199,7 @@ static PyObject *equal_at(PyObject *self, PyObject *args) {
         o[i] = n1 == n2 && (n1 == 0 || memcmp(pa + s1, pb + s2, (size_t)n1) == 0);
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "pair %lld names no string in the data", (long long)bad);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a pair that names no string in the data */
 done:
     PyBuffer_Release(&oa); PyBuffer_Release(&da); PyBuffer_Release(&ra);
     PyBuffer_Release(&ob); PyBuffer_Release(&db); PyBuffer_Release(&rb); PyBuffer_Release(&out);
@@ -288,8 +268,8 @@ static inline void copy_field(uint8_t *dst, const uint8_t *src, int64_t n, const
    (ASCII; fields cut by the delimiter alone; ncols fields a line, none empty; no other
    whitespace, no \r, no blank line, no query id starting with '#'; values in read_number's
    syntax), as columnar.parse_block reads them: the query and doc ids as Arrow large-string
-   offsets and bytes, the values (int64 or float64). Returns the number of lines, or -1 for a
-   block outside that form (the caller then parses it as before). */
+   offsets and bytes, the values (int64 or float64). Returns the number of lines, or None for a
+   block outside that form (the caller then parses it as before) or arguments that disagree. */
 static PyObject *parse_columns(PyObject *self, PyObject *args) {
     Py_buffer data, qo, qd, dof, dd, vals;
     Py_ssize_t start, end;
@@ -298,10 +278,11 @@ static PyObject *parse_columns(PyObject *self, PyObject *args) {
                           &integer, &qo, &qd, &dof, &dd, &vals)) return NULL;
     PyObject *result = NULL;
     int64_t cap = qo.len / 8 - 1, rows = 0;
-    if (start < 0 || end < start || end > data.len || cap < 0 || dof.len != qo.len || vals.len != cap * 8
-        || qd.len < end - start + 8 || dd.len < end - start + 8 || ncols < 1 || ncols > 64 || qa < 0 || qa >= ncols
-        || da < 0 || da >= ncols || va < 0 || va >= ncols || (delim != ' ' && delim != '\t')) {
-        PyErr_SetString(PyExc_ValueError, "parse_columns: arguments disagree");
+    if (start < 0 || end < start || end > data.len || cap < 0 || qo.len % 8 || dof.len != qo.len
+        || !holds(vals.len, 8, cap) || qd.len - (end - start) < 8 || dd.len - (end - start) < 8 || ncols < 1
+        || ncols > 64 || qa < 0 || qa >= ncols || da < 0 || da >= ncols || va < 0 || va >= ncols
+        || (delim != ' ' && delim != '\t')) {
+        result = declined();
         goto done;
     }
     uint8_t cls[256];  /* 0: a field's byte; 1: the delimiter; 2: a line end; 3: outside the form */
@@ -347,7 +328,7 @@ static PyObject *parse_columns(PyObject *self, PyObject *args) {
         d_off[rows] = dpos;
     }
     Py_END_ALLOW_THREADS
-    result = PyLong_FromLongLong(ok ? rows : -1);
+    result = ok ? PyLong_FromLongLong(rows) : declined();
 done:
     PyBuffer_Release(&data); PyBuffer_Release(&qo); PyBuffer_Release(&qd);
     PyBuffer_Release(&dof); PyBuffer_Release(&dd); PyBuffer_Release(&vals);
@@ -356,24 +337,25 @@ done:
 
 static PyMethodDef methods[] = {
     {"parse_columns", parse_columns, METH_VARARGS, "parse_columns(data, start, end, delimiter, ncols, query_at, doc_at, "
-                                                   "value_at, integer, q_offsets, q_data, d_offsets, d_data, values) -> rows or -1"},
-    {"tied_rows", ndcg_tied_rows, METH_VARARGS, "tied_rows(group, width, score, out) -> count"},
-    {"sort_ties", ndcg_sort_ties, METH_VARARGS, "sort_ties(group, width, score, rows, head, length, order)"},
-    {"split_sums", ndcg_split_sums, METH_VARARGS, "split_sums(values) -> [(E, hi, mid, lo, count)]"},
-    {"ideal_dcg", ndcg_ideal_dcg, METH_VARARGS, "ideal_dcg(codes, labels, cutoff, gain, tables, discount, out) -> bool"},
-    {"ranked_top", ndcg_ranked_top, METH_VARARGS, "ranked_top(score, sizes, depth, only, group, width, top, local) -> count"},
+                                                   "value_at, integer, q_offsets, q_data, d_offsets, d_data, values) -> rows or None"},
+    {"tied_rows", ndcg_tied_rows, METH_VARARGS, "tied_rows(group, width, score, out) -> count or None"},
+    {"sort_ties", ndcg_sort_ties, METH_VARARGS, "sort_ties(group, width, score, rows, head, length, order) -> True or None"},
+    {"split_sums", ndcg_split_sums, METH_VARARGS, "split_sums(values) -> [(E, hi, mid, lo, count)] or None"},
+    {"ideal_dcg", ndcg_ideal_dcg, METH_VARARGS, "ideal_dcg(codes, labels, cutoff, gain, tables, discount, out) -> True or None"},
+    {"ranked_top", ndcg_ranked_top, METH_VARARGS, "ranked_top(score, sizes, depth, only, group, width, top, local) -> count or None"},
     {"ranked_rows", ndcg_ranked_rows, METH_VARARGS, "ranked_rows(group, width, score, rel, judged, order, depth, "
-                                                   "whole_ties, q, rank, rel_out, judged_out, score_out) -> count"},
-    {"sort_runs", ndcg_sort_runs, METH_VARARGS, "sort_runs(keys, codes, most, order) -> bool"},
-    {"dcg", ndcg_dcg, METH_VARARGS, "dcg(q, width, rank, rel, gain, negative, discount, cutoff, out) -> bool"},
-    {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out)"},
-    {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out)"},
-    {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool"},
-    {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out)"},
-    {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length)"},
-    {"distinct_small", ndcg_distinct_small, METH_VARARGS, "distinct_small(fp, codes, width, most) -> bool"},
-    {"find_pairs", ndcg_find_pairs, METH_VARARGS, "find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count"},
-    {"find_in_ranges", ndcg_find_in_ranges, METH_VARARGS, "find_in_ranges(keys, starts, codes, width, needles, out)"},
+                                                   "whole_ties, q, rank, rel_out, judged_out, score_out) -> count or None"},
+    {"sort_runs", ndcg_sort_runs, METH_VARARGS, "sort_runs(keys, codes, most, order) -> True or None"},
+    {"dcg", ndcg_dcg, METH_VARARGS, "dcg(q, width, rank, rel, gain, negative, discount, cutoff, out) -> True or None"},
+    {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out) "
+                                          "-> True or None"},
+    {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out) -> code or None"},
+    {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool or None"},
+    {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out) -> True or None"},
+    {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length) -> True or None"},
+    {"distinct_small", ndcg_distinct_small, METH_VARARGS, "distinct_small(fp, codes, width, most) -> bool or None"},
+    {"find_pairs", ndcg_find_pairs, METH_VARARGS, "find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count or None"},
+    {"find_in_ranges", ndcg_find_in_ranges, METH_VARARGS, "find_in_ranges(keys, starts, codes, width, needles, out) -> True or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,12 +37,18 @@ static inline int span_of(const void *off, int width, int64_t i, int64_t data_le
     return 1;
 }
 
-static inline int check_width(int width) {
-    if (width != 4 && width != 8) {
-        PyErr_Format(PyExc_ValueError, "offset width must be 4 or 8 bytes, got %d", width);
-        return 0;
-    }
-    return 1;
+/* The contract of every entry point (see speedups.py): its result, or None to decline (the
+   caller then runs numpy); never an exception to decline. Arguments that disagree (a width that
+   is not 4 or 8, buffers whose sizes do not match, an offset, row or code outside its buffer)
+   are declined. Sizes are Py_ssize_t or int64_t, and a size is compared by division, never by a
+   product that could overflow (holds). */
+static inline PyObject *declined(void) { return Py_NewRef(Py_None); }
+
+static inline int check_width(int width) { return width == 4 || width == 8; }
+
+/* Whether a buffer of len bytes holds exactly n items of size bytes (size > 0). */
+static inline int holds(Py_ssize_t len, Py_ssize_t size, int64_t n) {
+    return size > 0 && n >= 0 && len % size == 0 && len / size == n;
 }
 
 /* _speedups_rows.c: the loops over a block's rows (codes, keys, labels, scores) */

@@ -1,20 +1,21 @@
 /* The loops of the _speedups extension over a block's rows: the duplicate check of short queries,
    the key lookup within a query's range, the IDCG by label, the exact sums, a ranked run's ties
-   (see _speedups.c for what every loop promises). */
+   (see _speedups.c for what every loop promises, _speedups.h for the contract: a result, or None
+   to decline). */
 #include "_speedups.h"
 
 /* distinct_small(fp, codes, width, most): duplicates.distinct_within_small_queries: True when
    the codes (int32 or int64) count queries from 0 in runs (each query one run, the next code
-   one more) of at most `most` rows, and no run holds a fingerprint twice; else False. */
+   one more) of at most `most` rows, and no run holds a fingerprint twice; else False (numpy's
+   answer too). None when the arguments disagree. */
 PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
     Py_buffer fp, codes;
     int width, most;
     if (!PyArg_ParseTuple(args, "y*y*ii", &fp, &codes, &width, &most)) return NULL;
     PyObject *result = NULL;
     int64_t n = fp.len / 8;
-    if (!check_width(width)) goto done;
-    if (codes.len != n * width || most < 1 || most > 4096) {
-        PyErr_SetString(PyExc_ValueError, "distinct_small: buffer sizes disagree");
+    if (!check_width(width) || fp.len % 8 || !holds(codes.len, width, n) || most < 1 || most > 4096) {
+        result = declined();
         goto done;
     }
     const uint64_t *f = fp.buf;
@@ -73,17 +74,17 @@ static inline int64_t key_in_range(const uint64_t *k, int64_t lo, int64_t end, u
     return at < 0 && hi < end && k[hi] == v ? hi : at;
 }
 
-/* find_in_ranges(keys, starts, codes, width, needles, out): out[i] = the position of needles[i]
-   in keys[starts[c]:starts[c + 1]] (c = codes[i]; sorted, distinct uint64 keys), or -1. */
+/* find_in_ranges(keys, starts, codes, width, needles, out) -> True or None: out[i] = the position
+   of needles[i] in keys[starts[c]:starts[c + 1]] (c = codes[i]; sorted, distinct uint64 keys), or
+   -1; None when a needle's code has no range of keys. */
 PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
     Py_buffer keys, starts, codes, needles, out;
     int width;
     if (!PyArg_ParseTuple(args, "y*y*y*iy*w*", &keys, &starts, &codes, &width, &needles, &out)) return NULL;
     PyObject *result = NULL;
     int64_t n = needles.len / 8, nk = keys.len / 8, ns = starts.len / 8 - 1, bad = -1;
-    if (!check_width(width)) goto done;
-    if (out.len != n * 8 || codes.len != n * width || ns < 0) {
-        PyErr_SetString(PyExc_ValueError, "find_in_ranges: buffer sizes disagree");
+    if (!check_width(width) || needles.len % 8 || !holds(out.len, 8, n) || !holds(codes.len, width, n) || ns < 0) {
+        result = declined();
         goto done;
     }
     const uint64_t *k = keys.buf, *x = needles.buf;
@@ -98,24 +99,22 @@ PyObject *ndcg_find_in_ranges(PyObject *self, PyObject *args) {
         o[i] = key_in_range(k, lo, end, x[i]);
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "needle %lld has no range of keys", (long long)bad);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a needle with no range of keys */
 done:
     PyBuffer_Release(&keys); PyBuffer_Release(&starts); PyBuffer_Release(&codes);
     PyBuffer_Release(&needles); PyBuffer_Release(&out);
     return result;
 }
 
-/* ideal_dcg(codes, labels, cutoff, gain, tables, discount, out): ndcg.ideal_by_label and the
+/* ideal_dcg(codes, labels, cutoff, gain, tables, discount, out) -> True or None: ndcg.ideal_by_label and the
    IDCG sum over it, for `tables` gains at once (the variants share the order by label): for
    each run of equal codes (int64, never decreasing), its labels > 0 sorted descending, the first
    `cutoff` (all for -1) added in that order, out[t][code] += gain[t][label] / discount[rank]
    (gain: `tables` rows indexed by label, out: `tables` rows indexed by code; discount by rank:
-   numpy's own doubles). False, with nothing written, when the codes decrease somewhere or a code
-   or a label is out of range. */
+   numpy's own doubles). None, with nothing written, when the codes decrease somewhere, a code or
+   a label is out of range, no label would be added (no label > 0, or a cutoff of 0: numpy's
+   bincount of no weights gives integers, not these doubles), or the sizes disagree (`tables` rows of 8-byte doubles, the row's
+   size computed in Py_ssize_t: declined where it would overflow). */
 static int desc_int64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x < y) - (x > y);
@@ -124,30 +123,30 @@ static int desc_int64(const void *a, const void *b) {
 PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args) {
     Py_buffer codes, labels, gain, disc, out;
     long long cutoff;
-    int tables;
-    if (!PyArg_ParseTuple(args, "y*y*Ly*iy*w*", &codes, &labels, &cutoff, &gain, &tables, &disc, &out)) return NULL;
+    Py_ssize_t tables;
+    if (!PyArg_ParseTuple(args, "y*y*Ly*ny*w*", &codes, &labels, &cutoff, &gain, &tables, &disc, &out)) return NULL;
     PyObject *result = NULL;
-    if (tables < 1 || gain.len % (8 * tables) || out.len % (8 * tables)) {
-        PyErr_SetString(PyExc_ValueError, "ideal_dcg: buffer sizes disagree");
-        PyBuffer_Release(&codes); PyBuffer_Release(&labels); PyBuffer_Release(&gain);
-        PyBuffer_Release(&disc); PyBuffer_Release(&out);
-        return NULL;
+    if (tables < 1 || tables > PY_SSIZE_T_MAX / 8 || gain.len % (8 * tables) || out.len % (8 * tables)
+        || codes.len % 8 || labels.len != codes.len || disc.len % 8) {
+        result = declined();
+        goto done;
     }
-    int64_t n = codes.len / 8, nq = out.len / 8 / tables, ng = gain.len / 8 / tables, nd = disc.len / 8, longest = 0;
+    int64_t n = codes.len / 8, nq = out.len / 8 / tables, ng = gain.len / 8 / tables, nd = disc.len / 8, longest = 0,
+            positive = 0;
     const int64_t *q = codes.buf, *l = labels.buf;
     const double *g = gain.buf, *dc = disc.buf;
     double *o = out.buf;
-    int ok = labels.len == codes.len;
+    int ok = 1;
     Py_BEGIN_ALLOW_THREADS
     for (int64_t a = 0, b; ok && a < n; a = b) {  /* check every code and label first, and size the scratch */
         for (b = a; b < n && q[b] == q[a]; b++)
-            if (l[b] >= ng) ok = 0;
+            if (l[b] >= ng) ok = 0; else positive += l[b] > 0;
         if (q[a] < 0 || q[a] >= nq || (b < n && q[b] < q[a])) ok = 0;
         if (b - a > longest) longest = b - a;
     }
     Py_END_ALLOW_THREADS
     int64_t depth = cutoff < 0 || cutoff > longest ? longest : cutoff;
-    if (!ok || depth > nd) { result = Py_NewRef(Py_False); goto done; }
+    if (!ok || depth > nd || positive == 0 || cutoff == 0) { result = declined(); goto done; }
     int64_t *scratch = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(longest > 0 ? longest : 1));
     if (scratch == NULL) { PyErr_NoMemory(); goto done; }
     Py_BEGIN_ALLOW_THREADS
@@ -165,7 +164,7 @@ PyObject *ndcg_ideal_dcg(PyObject *self, PyObject *args) {
             qsort(scratch, (size_t)k, sizeof(int64_t), desc_int64);
         }
         int64_t top = cutoff < 0 || cutoff > k ? k : cutoff;
-        for (int t = 0; t < tables; t++) {
+        for (Py_ssize_t t = 0; t < tables; t++) {
             const double *gt = g + t * ng;
             double sum = o[t * nq + q[a]];
             for (int64_t r = 0; r < top; r++) sum += gt[scratch[r]] / dc[r];
@@ -182,11 +181,13 @@ done:
 }
 
 /* split_sums(values): exact.split_sums: [(E, sum of hi, sum of mid, sum of lo, count)] for each
-   E among the values (float64, finite: else ValueError), E increasing, summed in int64 (each
-   piece is below 2^18 in magnitude: exact for up to 2^35 values, which the caller ensures). */
+   E among the values (float64), E increasing, summed in int64 (each piece is below 2^18 in
+   magnitude: exact for up to 2^35 values, which the caller ensures); None for a value that is
+   not finite (numpy's definition then refuses it by name) or a buffer of no whole doubles. */
 PyObject *ndcg_split_sums(PyObject *self, PyObject *args) {
     Py_buffer values;
     if (!PyArg_ParseTuple(args, "y*", &values)) return NULL;
+    if (values.len % 8) { PyBuffer_Release(&values); return declined(); }
     int64_t n = values.len / 8;
     int64_t (*sums)[4] = PyMem_RawCalloc(2047, sizeof *sums);
     if (sums == NULL) { PyBuffer_Release(&values); return PyErr_NoMemory(); }
@@ -209,7 +210,7 @@ PyObject *ndcg_split_sums(PyObject *self, PyObject *args) {
     PyBuffer_Release(&values);
     PyObject *out = NULL;
     if (!finite) {
-        PyErr_SetString(PyExc_ValueError, "an exact sum takes finite values only");
+        out = declined();
     } else if ((out = PyList_New(0)) != NULL) {
         for (int e = 0; e < 2047; e++) {
             if (!sums[e][3]) continue;
@@ -223,17 +224,16 @@ PyObject *ndcg_split_sums(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* tied_rows(group, width, score, out): the rows (int64, ascending, into out) that tie with a
-   neighbour, one of the same group (int32 or int64) and the same score; returns how many. */
+/* tied_rows(group, width, score, out) -> count or None: the rows (int64, ascending, into out) that
+   tie with a neighbour, one of the same group (int32 or int64) and the same score; how many. */
 PyObject *ndcg_tied_rows(PyObject *self, PyObject *args) {
     Py_buffer group, score, out;
     int width;
     if (!PyArg_ParseTuple(args, "y*iy*w*", &group, &width, &score, &out)) return NULL;
     PyObject *result = NULL;
     int64_t n = score.len / 8, k = 0;
-    if (!check_width(width)) goto done;
-    if (group.len != n * width || out.len != n * 8) {
-        PyErr_SetString(PyExc_ValueError, "tied_rows: buffer sizes disagree");
+    if (!check_width(width) || score.len % 8 || !holds(group.len, width, n) || !holds(out.len, 8, n)) {
+        result = declined();
         goto done;
     }
     const double *sc = score.buf;
@@ -253,7 +253,8 @@ done:
     return result;
 }
 
-/* sort_ties(group, width, score, rows, head, length, order): each run of rows (from tied_rows:
+/* sort_ties(group, width, score, rows, head, length, order) -> True or None (for a row that is not
+   one, or sizes that disagree): each run of rows (from tied_rows:
    neighbours of one group and one score) put in order by doc id descending, stably: by head
    (the id's first 8 bytes, big-endian) descending, then length descending (ids of at most 8
    bytes); order[rows[a + i]] = the row that takes that place. */
@@ -263,9 +264,9 @@ PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*iy*y*y*y*w*", &group, &width, &score, &rows, &head, &length, &order)) return NULL;
     PyObject *result = NULL;
     int64_t n = score.len / 8, k = rows.len / 8, bad = -1;
-    if (!check_width(width)) goto done;
-    if (group.len != n * width || order.len != n * 8 || head.len != k * 8 || length.len != k * 8) {
-        PyErr_SetString(PyExc_ValueError, "sort_ties: buffer sizes disagree");
+    if (!check_width(width) || score.len % 8 || rows.len % 8 || !holds(group.len, width, n)
+        || !holds(order.len, 8, n) || !holds(head.len, 8, k) || !holds(length.len, 8, k)) {
+        result = declined();
         goto done;
     }
     const double *sc = score.buf;
@@ -292,22 +293,18 @@ PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "tied row %lld is not a row", (long long)bad);
-        goto done;
-    }
-    result = Py_NewRef(Py_None);
+    result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a tied row that is not a row */
 done:
     PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&rows);
     PyBuffer_Release(&head); PyBuffer_Release(&length); PyBuffer_Release(&order);
     return result;
 }
 
-/* find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count: the pairs of
+/* find_pairs(keys, starts, group, width, codes, fp, shift, rows, at) -> count or None: the pairs of
    QrelsIndex.labels found among a qrels index's keys, row i's pair key made here as pair_keys
    makes it: (codes[group[i]] << shift) | (fp[i] >> (64 - shift)), looked up among the keys of
    its code as find_in_ranges does. The rows found (ascending) into rows, their positions into
-   at (both int64); -1 when a group or a code has no range. */
+   at (both int64); None when a group or a code has no range, or the sizes disagree. */
 PyObject *ndcg_find_pairs(PyObject *self, PyObject *args) {
     Py_buffer keys, starts, group, codes, fp, rows, at;
     int width, shift;
@@ -315,9 +312,9 @@ PyObject *ndcg_find_pairs(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     int64_t n = fp.len / 8, nk = keys.len / 8, ns = starts.len / 8 - 1, nc = codes.len / 8, found = 0;
-    if (!check_width(width)) goto done;
-    if (group.len != n * width || rows.len != n * 8 || at.len != n * 8 || ns < 0 || shift < 1 || shift > 63) {
-        PyErr_SetString(PyExc_ValueError, "find_pairs: buffer sizes disagree");
+    if (!check_width(width) || fp.len % 8 || !holds(group.len, width, n) || !holds(rows.len, 8, n)
+        || !holds(at.len, 8, n) || ns < 0 || shift < 1 || shift > 63) {
+        result = declined();
         goto done;
     }
     const uint64_t *k = keys.buf, *f = fp.buf;
@@ -338,7 +335,7 @@ PyObject *ndcg_find_pairs(PyObject *self, PyObject *args) {
         found += pos >= 0;
     }
     Py_END_ALLOW_THREADS
-    result = PyLong_FromLongLong(ok ? found : -1);
+    result = ok ? PyLong_FromLongLong(found) : declined();
 done:
     PyBuffer_Release(&keys); PyBuffer_Release(&starts); PyBuffer_Release(&group); PyBuffer_Release(&codes);
     PyBuffer_Release(&fp); PyBuffer_Release(&rows); PyBuffer_Release(&at);

@@ -130,7 +130,7 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
-def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
     the number of rows per code, computed from the runs of equal values: a run file grouped by
     query has one run per query, so only as many strings as queries are hashed, and none when
@@ -139,7 +139,7 @@ def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> 
     tenth of hashing them). An Arrow column of integers is grouped as it is (its uniques are
     integers: the Spark worker's integer ids); anything else as strings. ``hash_always``: hash
     the runs' values even when they increase (the same result; for tests that compare the two
-    ways). ``native``: strings that never decrease are coded by one C loop when it is built
+    ways). Strings that never decrease are coded by one C loop when it is at hand
     (:mod:`ndcg_plugin.arrays.speedups`; the same result)."""
     integers = isinstance(values, (pa.Array, pa.ChunkedArray)) and pa.types.is_integer(values.type)
     arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
@@ -147,7 +147,7 @@ def group_codes(values: Any, hash_always: bool = False, native: bool = True) -> 
     if len(arr) == 0:
         return np.zeros(0, dtype=np.int32), arr.combine_chunks() if integers else empty_strings(), \
             np.zeros(0, dtype=np.int64)
-    if native and not (hash_always or integers):
+    if not (hash_always or integers):
         codes = speedups.increasing_codes(arr)
         if codes is not None:
             first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
@@ -255,8 +255,8 @@ def _load8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fingerprint_chunk(arr: pa.Array, out: np.ndarray, native: bool = True) -> None:
-    if len(arr) == 0 or (native and speedups.fingerprints_into(arr, out)):
+def _fingerprint_chunk(arr: pa.Array, out: np.ndarray) -> None:
+    if len(arr) == 0 or speedups.fingerprints_into(arr, out) is not None:
         return
     data, starts, ends = _spans(arr)
     length = ends - starts
@@ -276,30 +276,30 @@ def _fingerprint_chunk(arr: pa.Array, out: np.ndarray, native: bool = True) -> N
     out[:] = mixed
 
 
-def fingerprints(values: Any, native: bool = True) -> np.ndarray:
-    """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length. ``native``:
-    through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
+def fingerprints(values: Any) -> np.ndarray:
+    """uint64 fingerprint per string from its first 8 bytes, last 8 bytes and length: through the
+    C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
     out = np.empty(len(arr), dtype=np.uint64)
     jobs, pos = [], 0
     for chunk in arr.chunks:
         for lo in range(0, len(chunk), _CHUNK):
             piece = chunk.slice(lo, _CHUNK)
-            jobs.append((piece, out[pos: pos + len(piece)], native))
+            jobs.append((piece, out[pos: pos + len(piece)]))
             pos += len(piece)
     # below _PARALLEL_MIN (a block of a streamed run, whose parse runs on the other core): one thread
     parallel_map(_fingerprint_chunk, jobs, threads=len(arr) >= _PARALLEL_MIN and not speedups.available())
     return out
 
 
-def heads(values: Any, rows: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def heads(values: Any, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(head, length) per string: its first 8 bytes as a big-endian uint64 (zero bytes after a
     shorter string's end) and its length in bytes. For strings of at most 8 bytes, (head, length)
     orders them as their bytes do (a prefix, equal in head, is shorter) and tells them apart.
     ``rows``: of the strings at these positions only, read in place (no copy of the strings).
-    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
+    Through the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same numbers)."""
     arr = as_arrow_strings(values)
-    if native and arr.num_chunks == 1:
+    if arr.num_chunks == 1:
         found = speedups.heads_of(arr.chunk(0), rows)
         if found is not None:
             return found
@@ -316,7 +316,7 @@ def heads(values: Any, rows: np.ndarray | None = None, native: bool = True) -> t
             local = rows[mine] - bounds[i]
         if len(chunk) == 0 or (local is not None and len(local) == 0):
             continue
-        found = speedups.heads_of(chunk, local) if native else None
+        found = speedups.heads_of(chunk, local)
         if found is not None:
             head[mine], length[mine] = found
             continue

@@ -43,16 +43,16 @@ def split(values: Any) -> tuple[Any, Any, Any, Any]:
     return shift, hi, mid, lo
 
 
-def split_sums(values: Any, native: bool = True) -> list[tuple[int, int, int, int, int]]:
+def split_sums(values: Any) -> list[tuple[int, int, int, int, int]]:
     """(E, sum of hi, sum of mid, sum of lo, how many) for each E among the values' :func:`split`, a
     numpy array of finite doubles (at most 2^35), summed a slice at a time (the temporaries stay in
     cache); exact (each sum stays below 2^53 in float64). What :meth:`ExactSum.add_parts` takes.
-    ``native``: in one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same sums)."""
+    In one C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same sums)."""
     import numpy as np
 
     from . import speedups
     values = np.asarray(values, dtype=np.float64)
-    found = speedups.split_sums(values) if native else None
+    found = speedups.split_sums(values)
     if found is not None:
         return found
     if not np.isfinite(values).all():

@@ -110,15 +110,15 @@ def judged_gain(ranked, spec: Spec) -> Any:
     return gain
 
 
-def dcg_of(ranked, spec: Spec, native: bool = True) -> Any:
+def dcg_of(ranked, spec: Spec) -> Any:
     """DCG per query of a :class:`~ndcg_plugin.ranking.ranked.RankedRun` in trec_eval's order: the sum over
     its rows ranked within the cutoff of gain / log2(rank + 2), added row by row as
-    ``np.bincount`` adds. ``native``: by one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`),
+    ``np.bincount`` adds. By one C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`),
     with the gains numpy computes per label and the same discounts, added in the same order (the
     same doubles), where no gain of label 0 is set (that gain depends on the row being judged)."""
     np = _np()
     q, rank = ranked.q, ranked.rank
-    if native and len(rank) and not any(label == 0 for label, _ in spec.gains):
+    if len(rank) and not any(label == 0 for label, _ in spec.gains):
         top = int(ranked.rel.max())
         if top <= _LABEL_ORDER_MAX:  # every gain up to it finite, in a table of labels 0..top
             from ..arrays import speedups
@@ -253,15 +253,16 @@ class NDCGFamily(Family):
             return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
     @staticmethod
-    def _idcg(index, spec: Spec, native: bool = True):
+    def _idcg(index, spec: Spec):
         """IDCG per qrels query: from the ideal order by label shared by the variants (both gains
         rise with the label) when no label's gain is overridden, else by :func:`ideal_dcg`.
-        ``native``: by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same doubles
-        added in the same order)."""
+        By the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same doubles added
+        in the same order)."""
         np = _np()
         if spec.gains or not len(index.rel) or int(index.rel.max()) > _LABEL_ORDER_MAX:
             return ideal_dcg(index.key_q, gain_of(index.rel, spec), spec.cutoff, index.nq)
-        if native:  # every variant's at once (one order by label, a sum per gain), each asked once
+        from ..arrays import speedups
+        if speedups.available():  # every variant's at once (one order by label, a sum per gain), each asked once
             found = index.memo(("ndcg ideal by label", spec.cutoff), lambda: _ideal_by_variant(index, spec.cutoff))
             if found is not None:
                 return found[spec.variant]

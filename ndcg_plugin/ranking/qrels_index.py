@@ -35,12 +35,12 @@ from ..arrays.columns import (
 
 
 def _confirmed(needles: pa.ChunkedArray, rows: np.ndarray, values: pa.ChunkedArray | pa.Array,
-               at: np.ndarray, native: bool = True) -> np.ndarray:
-    """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending); ``native``:
-    compared by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`)."""
+               at: np.ndarray) -> np.ndarray:
+    """Whether ``needles[rows[i]] == values[at[i]]`` as strings (``rows`` ascending); compared by
+    the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`)."""
     if len(rows) == 0:
         return np.zeros(0, dtype=bool)
-    same = speedups.equal_at(needles, rows, values, at) if native else None
+    same = speedups.equal_at(needles, rows, values, at)
     if same is not None:
         return same
     same = pc.equal(take_sorted(needles, rows), values.take(from_numpy(at)))
@@ -110,11 +110,11 @@ class QrelsIndex:
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
     def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
-                 doc_fp: np.ndarray | None = None, native: bool = True):
+                 doc_fp: np.ndarray | None = None):
         """``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of the qrels' query ids, and
         ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side
-        reader keeps them per block). ``native``: qrels grouped by query in order have each
-        query's keys sorted on their own by the C loops when they are built
+        reader keeps them per block). Qrels grouped by query in order have each query's keys
+        sorted on their own by the C loops when they are at hand
         (:mod:`ndcg_plugin.arrays.speedups`; the same order)."""
         qids, docs, rel = columns_of(qrels, "relevance")
         self.qid_values, row_q = _sorted_codes(qids, groups)
@@ -123,7 +123,7 @@ class QrelsIndex:
         self._memo_lock = threading.RLock()
         self._shift = 64 - max(len(self.qid_values) - 1, 1).bit_length()  # doc fingerprint bits below the code
         keys = self.pair_keys(row_q, fingerprints(docs) if doc_fp is None else doc_fp)
-        order = speedups.sort_runs(keys, row_q) if native else None
+        order = speedups.sort_runs(keys, row_q)
         if order is None:
             order = np.argsort(keys, kind="stable")
         self.keys, self.key_q = keys[order], row_q[order]
@@ -218,11 +218,11 @@ class QrelsIndex:
         return fp[order], order
 
     def labels(self, q: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None = None,
-               doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+               doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(judged, label) of each (query code, doc id) pair: the label 0 where unjudged.
         ``doc_at``: pair i's doc id is ``docs[doc_at[i]]`` (ascending; None: ``docs[i]``);
         ``doc_fp``: the pairs' doc id fingerprints (``columns.fingerprints``), when the caller has them.
-        ``native``: keys looked up by the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`),
+        Keys looked up by the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`),
         each among its own query's keys (the same positions)."""
         if doc_at is not None and (self.exact or doc_fp is None):
             docs, doc_at = take_sorted(as_arrow_strings(docs), doc_at), None
@@ -233,23 +233,23 @@ class QrelsIndex:
             at, rows = self._exact_positions(q, docs)
         else:
             keys = self.pair_keys(q, fingerprints(docs) if doc_fp is None else doc_fp)
-            rows, at = self._found(q, keys, native)
-            rows, at = self._confirmed_pairs(rows, at, docs, doc_at, native)
+            rows, at = self._found(q, keys)
+            rows, at = self._confirmed_pairs(rows, at, docs, doc_at)
         return self._labelled(n, rows, at)
 
     def labels_by_group(self, group: np.ndarray, codes: np.ndarray, docs: pa.ChunkedArray, doc_fp: np.ndarray | None,
-                        doc_at: np.ndarray | None = None, native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                        doc_at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`labels` of the query codes ``codes[group]`` (``codes``: int64, each local query's
-        code), without making them: ``native``, by one C loop when it is built that makes each
-        pair key and looks it up (:func:`ndcg_plugin.arrays.speedups.find_pairs`; the same pairs)."""
+        code), without making them: by one C loop when it is at hand that makes each pair key and
+        looks it up (:func:`ndcg_plugin.arrays.speedups.find_pairs`; the same pairs)."""
         n = len(group)
         found = None
-        if native and not self.exact and doc_fp is not None and n and len(self.keys):
+        if speedups.available() and not self.exact and doc_fp is not None and n and len(self.keys):
             starts = self.memo(("code starts",), self._code_starts)
             found = speedups.find_pairs(self.keys, starts, group, codes, doc_fp, self._shift)
         if found is None:
-            return self.labels(codes[group], docs, doc_fp, doc_at, native)
-        return self._labelled(n, *self._confirmed_pairs(*found, docs, doc_at, native))
+            return self.labels(codes[group], docs, doc_fp, doc_at)
+        return self._labelled(n, *self._confirmed_pairs(*found, docs, doc_at))
 
     def _labelled(self, n: int, rows: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(judged, label) of ``n`` pairs, of which ``rows`` are the judgments at ``at``."""
@@ -258,17 +258,17 @@ class QrelsIndex:
         rel[rows] = self.rel[at]
         return judged, rel
 
-    def _confirmed_pairs(self, rows: np.ndarray, at: np.ndarray, docs: Any, doc_at: np.ndarray | None,
-                         native: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _confirmed_pairs(self, rows: np.ndarray, at: np.ndarray, docs: Any,
+                         doc_at: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The pairs (rows, positions in ``keys``) found by their keys whose doc ids are the
         index's own, compared as strings (a fingerprint is not the id)."""
         ok = _confirmed(as_arrow_strings(docs), rows if doc_at is None else doc_at[rows], self._docs,
-                        self._doc_order[at], native)
+                        self._doc_order[at])
         return rows[ok], at[ok]
 
-    def _found(self, q: np.ndarray, keys: np.ndarray, native: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _found(self, q: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rows, positions in ``keys``) of the pair keys the index holds (query codes ``q``)."""
-        if native and speedups.available():
+        if speedups.available():  # the code starts are made only for the C loop
             starts = self.memo(("code starts",), self._code_starts)
             pos = speedups.find_in_ranges(self.keys, starts, q, keys)
             if pos is not None:

@@ -259,14 +259,14 @@ def ranked_top(score: np.ndarray, sizes: np.ndarray, depth: int, only: np.ndarra
     return np.flatnonzero(keep)
 
 
-def top_rows(score: np.ndarray, sizes: np.ndarray, depth: int, matched: np.ndarray, group: np.ndarray,
-             native: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def top_rows(score: np.ndarray, sizes: np.ndarray, depth: int, matched: np.ndarray,
+             group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(:func:`ranked_top` of the queries ``matched``, each of those rows' local code: its query's
     number among the matched ones) of a ranked run whose query codes ``group`` count the queries
-    in order (:func:`is_ranked`, codes of :func:`~ndcg_plugin.arrays.columns.group_codes`). ``native``: by
-    one C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
+    in order (:func:`is_ranked`, codes of :func:`~ndcg_plugin.arrays.columns.group_codes`). By one
+    C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
     every = bool(matched.all())
-    found = speedups.ranked_top(score, sizes, depth, None if every else matched, group) if native else None
+    found = speedups.ranked_top(score, sizes, depth, None if every else matched, group)
     if found is not None:
         return found
     top = ranked_top(score, sizes, depth, matched)
@@ -296,28 +296,28 @@ def grouped_order(group: np.ndarray, score: np.ndarray) -> np.ndarray | None:
 
 
 def trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array,
-                    doc_at: np.ndarray | None = None, native: bool = True) -> np.ndarray:
+                    doc_at: np.ndarray | None = None) -> np.ndarray:
     """trec_eval's order within each query: score descending, then doc id descending (string
     order). Strings are compared only among rows whose scores tie: a tie of two rows (most ties
     of a run with rounded scores) is put in order by one comparison, larger ties by a sort.
-    ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``). ``native``: see
-    :func:`_trec_eval_order`."""
-    return _trec_eval_order(group, score, docs, doc_at, native=native)[0]
+    ``doc_at``: row i's doc id is ``docs[doc_at[i]]`` (None: ``docs[i]``). See
+    :func:`_trec_eval_order` for the C loops."""
+    return _trec_eval_order(group, score, docs, doc_at)[0]
 
 
 _NONE = np.zeros(0, dtype=np.intp)
 
 
 def _trec_eval_order(group: np.ndarray, score: np.ndarray, docs: pa.Array, doc_at: np.ndarray | None = None,
-                     ranked: bool = False, native: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+                     ranked: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """(:func:`trec_eval_order`, the positions it moves): for a ranked run (:func:`is_ranked`) the
     order is the rows' own but for tied rows put in doc id order, and the positions are those
     rows (often none); None when the order is a sort of the rows. ``ranked``: the rows are known
-    to be ranked (the top rows of a ranked run), not checked again. ``native``: a ranked run's
-    ties put in order by the C loops when they are built (:mod:`ndcg_plugin.arrays.speedups`)."""
+    to be ranked (the top rows of a ranked run), not checked again. A ranked run's ties are put
+    in order by the C loops when they are at hand (:mod:`ndcg_plugin.arrays.speedups`)."""
     if ranked or is_ranked(group, score):
-        found = None if not native else \
-            speedups.ranked_tie_order(group, score, lambda rows: heads(docs, rows if doc_at is None else doc_at[rows]))
+        found = speedups.ranked_tie_order(group, score,
+                                          lambda rows: heads(docs, rows if doc_at is None else doc_at[rows]))
         if found is not None:
             return found
         order = np.arange(len(group))  # already grouped and sorted by score descending
@@ -376,13 +376,13 @@ def _descending_bytes(docs: pa.Array | pa.ChunkedArray, at: np.ndarray) -> tuple
 
 
 def ranked_arrays(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged: np.ndarray, order: np.ndarray,
-                  moved: np.ndarray | None, depth: int | None, whole_ties: bool, native: bool = True) -> tuple:
+                  moved: np.ndarray | None, depth: int | None, whole_ties: bool) -> tuple:
     """(q, rank, rel, judged, score) of :class:`RankedRun`: the rows in trec_eval's ``order`` (and
     ``moved``) of :func:`_trec_eval_order`, ranked within their query, those ranked below ``depth``
     (all for None) kept, and with ``whole_ties`` those tied with the last of them (a tie group
-    that straddles the cutoff stays whole, for ties="average"). ``native``: by one C loop when
-    it is built (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
-    found = speedups.ranked_rows(group, score, rel, judged, order, depth, whole_ties) if native else None
+    that straddles the cutoff stays whole, for ties="average"). By one C loop when it is at hand
+    (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
+    found = speedups.ranked_rows(group, score, rel, judged, order, depth, whole_ties)
     if found is not None:
         return found
     # a ranked run's rows move only among rows of one query and one score: those stay in place

@@ -115,13 +115,12 @@ def _integers(column: pa.ChunkedArray) -> np.ndarray | None:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool, native: bool = True) -> bool:
+def empty_field(chunk, delimiter: bytes, first_column: bool, has_cr: bool) -> bool:
     """True when some field of the block is empty: a delimiter followed by a delimiter or a line
     end, or ending the block; with ``first_column``, also one starting a line. Read from the
-    bytes, for the columns Arrow is not asked to convert. ``native``: by the C loop when it is
-    built (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
-    found = speedups.empty_field(chunk.data, chunk.start, chunk.end, delimiter, first_column, has_cr) \
-        if native else None
+    bytes, for the columns Arrow is not asked to convert. By the C loop when it is at hand
+    (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
+    found = speedups.empty_field(chunk.data, chunk.start, chunk.end, delimiter, first_column, has_cr)
     if found is not None:
         return found
     if chunk.endswith(delimiter) or (first_column and chunk.startswith(delimiter)):
@@ -152,9 +151,9 @@ def _in_c(chunk, layout: Layout, delimiter: bytes) -> Parsed | None:
     return Parsed(layout, pa.chunked_array([qids]), pa.chunked_array([docs]), value, None)
 
 
-def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool, native: bool = True) -> Parsed | None:
-    """Parse a block of whole lines (a ``sources.Chunk``), or decline with None; ``native``: see :func:`_in_c`."""
-    if native and (parsed := _in_c(chunk, layout, delimiter)) is not None:
+def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Parsed | None:
+    """Parse a block of whole lines (a ``sources.Chunk``), or decline with None; the C loop first (:func:`_in_c`)."""
+    if (parsed := _in_c(chunk, layout, delimiter)) is not None:
         return parsed
     if not file_start and chunk.startswith(BOM):
         return None

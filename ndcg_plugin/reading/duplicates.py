@@ -103,15 +103,15 @@ def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     return not np.any(folded[:, 1:] == folded[:, :-1])
 
 
-def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray, native: bool = True) -> bool:
+def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     """True when no query holds a doc fingerprint twice, shown for rows grouped by query (each
     query one run of rows, codes counted from 0 as ``group_codes`` gives them) of at most
     ``_SMALL_MAX`` rows each, of any sizes (recommendation logs: a few items per user): the
     queries of each size are the rows of a 2-D array, each row sorted on its own, which costs
     less than one sort of all the rows. False when it cannot show it (other shapes, or two equal
     fingerprints in a query: a duplicate, or a collision the caller's exact check sorts out).
-    ``native``: through the C loop when it is built (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
-    shown = speedups.distinct_small(docs_fp, q_codes, _SMALL_MAX) if native else None
+    Through the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`; the same answer)."""
+    shown = speedups.distinct_small(docs_fp, q_codes, _SMALL_MAX)
     if shown is not None:
         return shown
     n = len(docs_fp)
