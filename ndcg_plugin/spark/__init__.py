@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from ..errors import Unsupported
 from ..measures import examples, parse_measures, spec_of
 from ..measures.registry import is_own
-from .jobs import SHIPS, STRATEGIES, Evaluation
+from .jobs import SHIPS, STRATEGIES, SparkJob
 from .session import SparkUnavailable, check_master, require_spark, session
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
@@ -97,7 +97,7 @@ def _strategy(specs: list, strategy: str, duplicates: str = "error", ship: str =
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
-            duplicates: str = "error", ship: str = "auto") -> Evaluation:
+            duplicates: str = "error", ship: str = "auto") -> SparkJob:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
     ``strategy``: ``engine`` (the local engine on each partition: :mod:`.partitions`), ``top_k`` or
@@ -127,12 +127,12 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     r = inputs.normalise(run, "run", names)
     r, q = plan.align(r, q)
     # a family without a Spark hook refuses here, by name
-    return Evaluation(measures, specs, r, q, chosen, duplicates=duplicates, ship=ship)
+    return SparkJob(measures, specs, r, q, chosen, duplicates=duplicates, ship=ship)
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",
                   strategy: str = "auto", qrels_columns: dict | None = None,
-                  run_columns: dict | None = None, duplicates: str = "error", ship: str = "auto") -> Evaluation:
+                  run_columns: dict | None = None, duplicates: str = "error", ship: str = "auto") -> SparkJob:
     """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
     :mod:`.files`). Errors in a file name the file (and the line, for a local file).
     ``qrels_columns``, ``run_columns``: a Parquet file's column names, as :func:`ndcg_plugin.read`'s
@@ -166,4 +166,4 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
 
 
 __all__ = ["evaluate", "prepare", "prepare_files", "session", "require_spark", "check_master", "SparkUnavailable",
-           "Evaluation", "DEFAULT_COLUMNS"]
+           "SparkJob", "DEFAULT_COLUMNS"]

@@ -69,7 +69,7 @@ def check(args, measures: list) -> None:
 def files(args, measures: list) -> Iterator[tuple]:
     """(evaluation, aggregates) of the command's two files (``args``: eval's options); with
     ``-q`` the per-query table stays cached while the caller reads
-    :meth:`~ndcg_plugin.spark.jobs.Evaluation.rows`. Input errors stay ValueError/InputError;
+    :meth:`~ndcg_plugin.spark.jobs.SparkJob.rows`. Input errors stay ValueError/InputError;
     anything else from Spark becomes a :class:`CommandError`."""
     from . import prepare_files
     check(args, measures)

@@ -1,6 +1,6 @@
 """An evaluation on Spark: the plan built for the measures (top-k or full rows), and the actions
-that run it. :meth:`Evaluation.aggregates` is one action (one ``collect`` of a few rows) that
-computes the aggregates and validates the input together; :meth:`Evaluation.per_query` is one
+that run it. :meth:`SparkJob.aggregates` is one action (one ``collect`` of a few rows) that
+computes the aggregates and validates the input together; :meth:`SparkJob.per_query` is one
 action too (it builds the cached per-query table, validated as it is computed)."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Built:
     summed: Any = None   # the engine plan's result rows without a key, summed in its workers
 
 
-class Evaluation:
+class SparkJob:
     """A lazy evaluation of ``measures`` (nothing runs until an action is called). ``strategy``:
     ``engine`` (the local engine on each partition: :mod:`.partitions`), or the Spark SQL plans
     ``top_k`` (only each query's best rows are shuffled) and ``full`` (every row)."""
@@ -123,7 +123,7 @@ class Evaluation:
         return every.where("has_qrels").select(F.col("q").cast("string").alias("query_id"),
                                                *[o.value for o in outputs], *extra)
 
-    def persist(self) -> Evaluation:
+    def persist(self) -> SparkJob:
         """Keep the per-query table once computed, so that :meth:`aggregates` and then :meth:`rows`
         compute the evaluation once between them; :meth:`unpersist` releases it."""
         self._persisted = self._built.every.persist()
