@@ -163,8 +163,13 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
     printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
     from ..spark import command
+    if args.provider and measures:  # after spark's "give at least one measure", before its other refusals
+        raise UsageError("--engine spark computes every measure itself: drop --provider")
+    options = command.SparkOptions(args.qrels, args.run, args.run_format, args.duplicates, args.qrels_columns,
+                                   args.run_columns, args.spark_plan or "engine", args.spark_ship or "auto",
+                                   args.spark_master or "local[*]", tuple(args.spark_conf or ()), args.by_query)
     try:
-        with command.files(args, measures) as (ev, results):
+        with command.files(options, measures) as (ev, results):
             for qid, values in (ev.rows() if args.by_query else ()):
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # queries without a value are omitted
@@ -321,9 +326,9 @@ def cmd_measures(args) -> int:
 
 
 def cmd_trec_eval(args) -> int:
-    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.trec_eval.command`)."""
-    from ..trec_eval import command as trec_eval_cli
-    return trec_eval_cli.main(args.argv)
+    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.cli.trec_eval`)."""
+    from . import trec_eval
+    return trec_eval.main(args.argv)
 
 
 def cmd_irm(args) -> int:
