@@ -1,6 +1,6 @@
 """Reproduction reports: how close reproduced runs are to the original runs (:func:`runs`), and
 how close a reproduced table is to a paper's printed table (:func:`table`, in
-:mod:`ndcg_plugin.reproduce.table`). docs/reproduce.md defines every statistic, with its
+:mod:`ndcg_plugin.reproduce.published`). docs/reproduce.md defines every statistic, with its
 reference and where it differs from repro_eval 0.5.0.
 
 Runs mode follows Breuer et al., "How to Measure the Reproducibility of System-Oriented IR
@@ -277,6 +277,6 @@ def runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baseline: Any, 
 
 
 def table(published: Any, qrels: Any, runs: Any, **options) -> pd.DataFrame:
-    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce.table.table`."""
-    from . import table as reproduce_table
-    return reproduce_table.table(published, qrels, runs, **options)
+    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce.published.table`."""
+    from .published import table as published_table
+    return published_table(published, qrels, runs, **options)
