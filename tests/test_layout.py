@@ -148,7 +148,8 @@ LAYERS = [
     {"arrays"},                                # column helpers, exact sums, the C loops
     {"reading", "ranking"},                    # every input to columns; a run ranked as trec_eval ranks it
     {"measures"},                              # specifications, the families, values and aggregators
-    {"engine", "datasets", "docs"},            # blocks evaluated and streamed; ir-datasets; the docs page
+    {"engine", "datasets", "docs", "routing"},  # blocks evaluated, streamed; ir-datasets; the docs page; who
+                                                 # computes each measure
     {"evaluation", "spark"},                   # the one evaluation path; the same measures on Spark
     {"provider", "compare", "reproduce", "trec_eval"},  # what is built on an Evaluation
     {"__init__", "cli"},                       # the public API; the command line (the only exit codes)

@@ -279,15 +279,14 @@ def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) 
     """Per-query values of the engine's measures into ``values`` (NaN: no line, as eval -q)."""
     import pandas as pd
 
-    from ..evaluation import ENGINE, Evaluation, route
+    from ..evaluation import Evaluation
     chosen = [m for _, m in measures]
-    declined = [str(m) for m in chosen if route(m) != ENGINE]
-    if declined:  # never guess: a measure the engine would not compute is a bug of this plan
-        raise UsageError(f"trec_eval: the engine does not compute {', '.join(declined)}")
+    ev = Evaluation(chosen, qrels=qrels_table)
+    if ev.other_measures:  # never guess: a measure the engine would not compute is a bug of this plan
+        raise UsageError(f"trec_eval: the engine does not compute {', '.join(map(str, ev.other_measures))}")
     rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-    with Evaluation(chosen, frame) as e:
-        res = e.compute(qrels_table, per_query=True)
+    res = ev.compute(frame, per_query=True)
     got: dict = {m: {} for m in chosen}
     for metric in res.metrics():
         got[metric.measure][metric.query_id] = metric.value
