@@ -53,8 +53,7 @@ def per_query(qrels: Any, run: Any, measures: Any):
     if isinstance(measures, str) or not hasattr(measures, "__iter__"):
         measures = [measures]
     chosen = [m for item in measures for m in (parse_measures([item]) if isinstance(item, str) else [item])]
-    with Evaluation(chosen, run) as ev:
-        results = ev.compute(qrels, per_query=True)
+    results = Evaluation(chosen, qrels=qrels).compute(run, per_query=True)
     rows: dict = {}
     for metric in results.metrics():
         rows.setdefault(metric.query_id, {})[str(metric.measure)] = metric.value

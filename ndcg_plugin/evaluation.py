@@ -2,84 +2,46 @@
 ``crosscheck`` and ``compare`` evaluate through :class:`Evaluation`, and the ir-measures provider
 through the same engine calls (:func:`engine_values`, :func:`aggregate`, :func:`metrics`).
 
-An :class:`Evaluation` is planned once, when it is made:
+An :class:`Evaluation` holds measures and one qrels, planned once, when it is made:
 
-- each measure is routed once (:func:`route`): to the plugin's engine when a family computes it
-  (the plugin's measures, and the built-ins ``nDCG``, ``RR``, ``Success`` where their parameters
-  allow), else to the first provider of ir-measures' DefaultPipeline that supports it; or every
-  measure to one provider the caller names;
-- whether the run streams is decided once: a run file (not standard input) is evaluated as it
-  streams (:func:`ndcg_plugin.engine.stream.compute_file`, memory bounded by the block size) when the
-  engine computes every measure; its reading starts at once, on a worker thread, so the first
-  blocks parse while the qrels are read. Otherwise the run is read whole.
+- each measure is routed once (:func:`ndcg_plugin.routing.route`; :attr:`Evaluation.routes`): to the plugin's engine
+  when a family computes it (the plugin's measures, and the built-ins ``nDCG``, ``RR``,
+  ``Success`` where their parameters allow), else to the first provider of ir-measures'
+  DefaultPipeline that supports it; or every measure to one provider the caller names
+  (:class:`~ndcg_plugin.routing.NamedProvider`, checked once, when it is made);
+- the qrels are read once, when first needed, and their engine index
+  (:attr:`Evaluation.index`) built once, reused by every run the evaluation computes and by the
+  evaluations it restricts to fewer measures (:meth:`Evaluation.only`).
 
-:meth:`Evaluation.compute` then gives :class:`Results`, where each measure is aggregated once:
+For each run, :meth:`Evaluation.compute` decides whether it streams: a run file (not standard
+input) is evaluated as it streams (:func:`ndcg_plugin.engine.stream.compute_file`, memory
+bounded by the block size) when the engine computes every measure; its reading starts at once, on
+a worker thread, so the first blocks parse while the qrels are read. Otherwise the run is read
+whole.
+
+:meth:`Evaluation.compute` gives :class:`Results`, where each measure is aggregated once:
 the engine's from their per-query arrays, another provider's by its own ``calc_aggregate``, or,
 when per-query values are asked for, by the measure's aggregator over the values printed.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import ir_measures
 from ir_measures import Metric
 
 from .errors import InputError
-from .measures import PluginMeasure, registry, spec_of
+from .measures import spec_of
 from .measures.aggregate import aggregate_arrays, per_query_values
+from .routing import ENGINE, NamedProvider, route
 from .sizes import BLOCK_BYTES
 
-#: the name of the plugin's engine among ir-measures' providers
-ENGINE = "ndcg_plugin"
-
-
-def engine_computes(measure) -> bool:
-    """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins a
-    family computes whose parameters the engine computes as pytrec_eval defines them."""
-    if isinstance(measure, PluginMeasure):
-        spec_of(measure)
-        return True
-    if registry.builtin_family(measure) is None:
-        return False
-    try:
-        spec_of(measure)
-    except ValueError:
-        return False
-    return True
-
-
-def route(measure) -> str:
-    """The provider that computes ``measure`` in an evaluation: :data:`ENGINE` for every measure
-    the engine computes, else the first available provider of ir-measures' DefaultPipeline that
-    supports it (a ValueError when none does)."""
-    if engine_computes(measure):
-        return ENGINE
-    for p in ir_measures.DefaultPipeline.providers:
-        if getattr(p, "NAME", None) != ENGINE and p.supports(measure) and p.is_available():
-            return p.NAME
-    raise ValueError(f"no ir-measures provider computes {measure}")
-
-
-#: the package that brings each optional ir-measures provider's library
-PROVIDER_PACKAGES = {"ranx": "ranx", "cwl_eval": "cwl-eval", "trectools": "trectools", "pyndeval": "pyndeval",
-                     "pytrec_eval": "pytrec-eval-terrier"}
-
-
-def check_provider(name: str) -> None:
-    """A ValueError unless ``name`` is an ir-measures provider that can run here (its library is
-    installed), saying what to install."""
-    registry = ir_measures.providers.registry
-    if name not in registry:
-        raise ValueError(f"no ir-measures provider is named {name!r} (known: {', '.join(sorted(registry))})")
-    if not registry[name].is_available():
-        package = PROVIDER_PACKAGES.get(name)
-        how = f"pip install {package}" if package else "its library is not installed"
-        raise ValueError(f"provider {name} is not available here ({how}); leave it out to use the plugin and "
-                         f"ir-measures' default providers")
-
+if TYPE_CHECKING:
+    from .ranking.qrels_index import QrelsIndex
 
 @dataclass(frozen=True)
 class ReadOptions:
@@ -198,134 +160,229 @@ class Results:
         yield from self.others
 
 
+@dataclass(frozen=True)
+class DatasetQrels:
+    """The qrels of an ir-datasets id, loaded (:func:`ndcg_plugin.datasets.load.load_qrels`) when an
+    :class:`Evaluation` first needs them: after a run that streams has started parsing."""
+    dataset_id: str
+
+    def load(self) -> Any:
+        from .datasets.load import load_qrels
+        return load_qrels(self.dataset_id)
+
+
+class _Qrels:
+    """The qrels of an :class:`Evaluation` (and of those it restricts: :meth:`Evaluation.only`):
+    read when first needed, once, and their engine index built when first needed, once. A file is
+    read into the reader's columns (no pandas) unless ``frame`` (other providers read them too:
+    a DataFrame); a table as given; an ir-datasets id's qrels loaded from ir-datasets."""
+
+    def __init__(self, given: Any, options: ReadOptions, frame: bool):
+        self.given, self.options, self.frame = given, options, frame
+        self.source = str(given) if isinstance(given, (str, os.PathLike)) else "qrels"
+        self._table: Any = None
+        self._index: QrelsIndex | None = None
+
+    def table(self) -> Any:
+        if self._table is None:
+            self._table = self._read()
+        return self._table
+
+    def _read(self) -> Any:
+        from . import reading
+        if isinstance(self.given, DatasetQrels):
+            return self.given.load()
+        if not reading.is_file_like(self.given):
+            return self.given
+        read = reading.read if self.frame else reading.read_columns
+        return read(self.given, "qrels", duplicates=self.options.duplicates, columns=self.options.qrels_columns)
+
+    def index(self) -> QrelsIndex:
+        if self._index is None:
+            from .ranking.qrels_index import QrelsIndex
+            self._index = QrelsIndex(self.table())
+        return self._index
+
+    def queries(self, indexed: bool) -> Any:
+        """The distinct query ids: the index's when the engine computes some measure (``indexed``)."""
+        return self.index().qid_values if indexed else qrels_queries(self.table())
+
+
 class Evaluation:
-    """Measures on a run, routed once, with the run's way in decided once (see the module
-    docstring). ``provider``: compute every measure with this ir-measures provider instead.
-    Close it (or use it as a context manager) to stop the reading of a run that was not used."""
+    """Measures evaluated on one qrels, routed once when it is made (see the module docstring):
+    :attr:`routes` names the provider of each measure. The qrels (a file, a table, or
+    :class:`DatasetQrels`) are read when first needed and their
+    :attr:`index` built once, reused by every run :meth:`compute` evaluates. ``provider``: compute
+    every measure with this ir-measures provider instead (checked when it was made)."""
 
-    def __init__(self, measures: Iterable, run: Any, *, provider: str | None = None,
+    def __init__(self, measures: Iterable, *, qrels: Any, provider: NamedProvider | None = None,
                  options: ReadOptions | None = None):
-        self.measures = list(dict.fromkeys(measures))
-        self.options = options or ReadOptions()
-        self.provider = provider
-        if provider:
-            check_provider(provider)
-            refused = [str(m) for m in self.measures if not ir_measures.providers.registry[provider].supports(m)]
+        measures = tuple(dict.fromkeys(measures))
+        if provider is not None:
+            refused = [str(m) for m in measures if not provider.supports(m)]
             if refused:
-                raise ValueError(f"provider {provider} does not compute {', '.join(refused)}; leave --provider out "
-                                 f"(each measure then goes to the plugin or to the first ir-measures provider "
-                                 f"that computes it), or ask {provider} for measures it computes")
-        self.routes = {m: provider if provider else route(m) for m in self.measures}
-        self.mine = [m for m in self.measures if self.routes[m] == ENGINE and not provider]
-        self.others = [m for m in self.measures if m not in self.mine]
-        # a run file streams when it can be read again from its start (a regular file, or a
-        # folder of Parquet files): a run that turns out not grouped by query is then read again
-        # whole; a pipe, a FIFO or standard input is read once, whole
-        self.streams = (not self.others and self.options.block_bytes > 0 and isinstance(run, (str, os.PathLike))
-                        and "\n" not in str(run) and str(run) != "-" and (os.path.isfile(run) or os.path.isdir(run)))
-        self.run = run
-        if self.streams:  # the first blocks parse on a worker thread from now on
-            from .reading.ahead import RunFile
-            self.run = RunFile(run, self.options.run_format, self.options.block_bytes, self.options.progress,
-                               self.options.run_columns)
+                raise ValueError(f"provider {provider.name} does not compute {', '.join(refused)}; leave --provider "
+                                 f"out (each measure then goes to the plugin or to the first ir-measures provider "
+                                 f"that computes it), or ask {provider.name} for measures it computes")
+        routes = {m: provider.name if provider else route(m) for m in measures}
+        options = options or ReadOptions()
+        frame = provider is not None or any(r != ENGINE for r in routes.values())
+        self._set(measures, routes, provider, options, _Qrels(qrels, options, frame))
 
-    def __enter__(self) -> Evaluation:
-        return self
+    def _set(self, measures: tuple, routes: dict, provider: NamedProvider | None, options: ReadOptions,
+             qrels: _Qrels) -> None:
+        self._measures, self._routes = measures, MappingProxyType(routes)
+        self._provider, self._options, self._qrels = provider, options, qrels
+        # a named provider computes every measure, the plugin's own too (through ir-measures)
+        self._engine = tuple(m for m in measures if routes[m] == ENGINE and provider is None)
+        self._others = tuple(m for m in measures if m not in self._engine)
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def only(self, measures: Iterable) -> Evaluation:
+        """This evaluation restricted to some of its measures: their routes and the qrels (read
+        once, indexed once) shared, nothing routed again. A ValueError names a measure it lacks."""
+        chosen = tuple(dict.fromkeys(measures))
+        missing = [str(m) for m in chosen if m not in self._routes]
+        if missing:
+            raise ValueError(f"this evaluation does not compute {', '.join(missing)} "
+                             f"(its measures: {' '.join(map(str, self._measures))})")
+        out = object.__new__(Evaluation)
+        out._set(chosen, {m: self._routes[m] for m in chosen}, self._provider, self._options, self._qrels)
+        return out
 
-    def close(self) -> None:
-        if self.streams:
-            self.run.close()
+    @property
+    def measures(self) -> tuple:
+        return self._measures
+
+    @property
+    def routes(self) -> Mapping:
+        """{measure: the name of the provider that computes it} (:data:`ENGINE`: the plugin's engine)."""
+        return self._routes
+
+    @property
+    def engine_measures(self) -> tuple:
+        """The measures the plugin's engine computes (none when a provider was named)."""
+        return self._engine
+
+    @property
+    def other_measures(self) -> tuple:
+        """The measures ir-measures' providers compute."""
+        return self._others
+
+    @property
+    def provider(self) -> str | None:
+        """The name of the provider named to compute every measure, or None."""
+        return self._provider.name if self._provider else None
+
+    @property
+    def qrels(self) -> Any:
+        """The qrels as a table (read on first use, once)."""
+        return self._qrels.table()
+
+    @property
+    def index(self) -> QrelsIndex:
+        """The qrels' :class:`~ndcg_plugin.ranking.qrels_index.QrelsIndex` (built on first use, once)."""
+        return self._qrels.index()
+
+    @property
+    def queries(self) -> Any:
+        """The qrels' distinct query ids (what a run's duplicate policy applies to: ``read(...,
+        queries=)``)."""
+        return self._qrels.queries(bool(self._engine))
 
     def other_providers(self) -> dict[str, list]:
         """{provider name: its measures}, for the measures the engine does not compute."""
         out: dict = {}
-        for m in self.others:
-            out.setdefault(self.routes[m], []).append(m)
+        for m in self._others:
+            out.setdefault(self._routes[m], []).append(m)
         return out
 
-    def read_qrels(self, qrels: Any):
-        """QRELS as a table: a file read into the reader's columns when only the engine reads it
-        (no pandas), else into a DataFrame; a table as given."""
-        from . import reading
-        if not reading.is_file_like(qrels):
-            return qrels
-        columns = self.options.qrels_columns
-        if self.others:
-            return reading.read(qrels, "qrels", duplicates=self.options.duplicates, columns=columns)
-        return reading.read_columns(qrels, "qrels", duplicates=self.options.duplicates, columns=columns)
+    def streams(self, run: Any) -> bool:
+        """Whether :meth:`compute` streams ``run``: a run file that can be read again from its start
+        (a regular file, or a folder of Parquet files), when the engine computes every measure (a
+        run that turns out not grouped by query is then read again whole); a pipe, a FIFO or
+        standard input is read once, whole."""
+        return (not self._others and self._options.block_bytes > 0 and isinstance(run, (str, os.PathLike))
+                and "\n" not in str(run) and str(run) != "-" and (os.path.isfile(run) or os.path.isdir(run)))
 
-    def compute(self, qrels: Any, per_query: bool = False) -> Results:
-        """Evaluate on ``qrels`` (a file, or a table from :func:`ndcg_plugin.read`); ``per_query``:
-        keep the per-query values too (:meth:`Results.metrics`)."""
+    def compute(self, run: Any, per_query: bool = False) -> Results:
+        """Evaluate ``run`` (a file, or a table from :func:`ndcg_plugin.read`); ``per_query``: keep
+        the per-query values too (:meth:`Results.metrics`). A run that :meth:`streams` starts
+        parsing (on a worker thread) before the qrels are read."""
+        if not self.streams(run):
+            return self._compute(run, per_query, whole=True)
+        opened = self._open(run)
+        try:
+            if _is_regular_file(self._qrels.given):
+                streamed = self._side_by_side(opened, per_query)
+                if streamed is not None:
+                    return streamed
+                if not opened.untouched():  # the qrels declined after the run's blocks were taken
+                    opened.close()
+                    opened = self._open(opened.path)
+            return self._compute(opened, per_query, whole=False)
+        finally:
+            opened.close()
+
+    def _open(self, run: Any):
+        from .reading.ahead import RunFile
+        o = self._options
+        return RunFile(run, o.run_format, o.block_bytes, o.progress, o.run_columns)
+
+    def _compute(self, run: Any, per_query: bool, whole: bool) -> Results:
+        """``whole``: a run file is read whole here (a run that streams is a RunFile)."""
         from . import reading
-        if self.streams and _is_regular_file(qrels):
-            streamed = self._side_by_side(qrels, per_query)
-            if streamed is not None:
-                return streamed
-        source = str(qrels) if isinstance(qrels, (str, os.PathLike)) else "qrels"
-        qrels = self.read_qrels(qrels)
-        index = None
-        if self.mine:
-            from .ranking.qrels_index import QrelsIndex
-            index = QrelsIndex(qrels)
-        run, groups = self.run, None
-        if not self.streams and reading.is_file_like(run):
+        qrels = self.qrels
+        index = self.index if self._engine else None
+        groups = None
+        if whole and reading.is_file_like(run):
             # a repeated pair counts only in a query the qrels hold, as trec_eval
-            queries = index.qid_values if index is not None else qrels_queries(qrels)
-            run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
-                                               duplicates=self.options.duplicates, progress=self.options.progress,
-                                               columns=self.options.run_columns,
-                                               queries=queries)
-        out = Results(self.measures, {})
+            o = self._options
+            run, groups = reading.read_grouped(run, "run", run_format=o.run_format, duplicates=o.duplicates,
+                                               progress=o.progress, columns=o.run_columns, queries=self.queries)
+        out = Results(list(self._measures), {})
         if index is not None:
-            out.values = engine_values(index, run, self.mine, groups, self.options.duplicates)
+            out.values = engine_values(index, run, self._engine, groups, self._options.duplicates)
             out.query_ids = list(index.qids)
             out.aggregates.update(aggregate(out.values))
-        if self.others:
-            self._compute_others(qrels, run, per_query, out, source)
-        out.aggregates = {m: out.aggregates[m] for m in self.measures}
+        if self._others:
+            self._compute_others(qrels, run, per_query, out)
+        out.aggregates = {m: out.aggregates[m] for m in self._measures}
         return out
 
-    def _side_by_side(self, qrels: Any, per_query: bool) -> Results | None:
+    def _side_by_side(self, run, per_query: bool) -> Results | None:
         """The run and a qrels file streamed side by side (:mod:`ndcg_plugin.engine.side_by_side`), or None
-        when they are not both sorted in one order: the run, if its blocks were taken, is then
-        opened again, to be read from its start the other way."""
+        when they are not both sorted in one order (the run is then read from its start the other way)."""
         from .engine import side_by_side
         from .measures.aggregate import Aggregates
-        from .reading.ahead import RunFile
-        sink = Aggregates({m: spec_of(m) for m in self.mine}, keep=per_query)
+        sink = Aggregates({m: spec_of(m) for m in self._engine}, keep=per_query)
+        o = self._options
         try:
-            side_by_side.evaluate(qrels, self.run.take_blocks, self.run.source, sink.specs.values(), sink,
-                                  self.options.duplicates, self.options.block_bytes, self.options.qrels_columns)
+            side_by_side.evaluate(self._qrels.given, run.take_blocks, run.source, sink.specs.values(), sink,
+                                  o.duplicates, o.block_bytes, o.qrels_columns)
         except side_by_side.Unsorted:
-            if not self.run.untouched():  # the qrels declined at their first block: the run's stand
-                self.run = RunFile(self.run.path, self.options.run_format, self.options.block_bytes,
-                                   self.options.progress, self.options.run_columns)
             return None
-        out = Results(self.measures, sink.result())
+        out = Results(list(self._measures), sink.result())
         if per_query:
             out.query_ids, out.values = sink.per_query()
         return out
 
-    def _compute_others(self, qrels, run, per_query: bool, out: Results, source: str = "qrels") -> None:
-        if "pytrec_eval" in self.other_providers():
-            refuse_crashing_queries(qrels, [m for m in self.others if self.routes[m] == "pytrec_eval"], source)
-        calc = ir_measures.providers.registry[self.provider] if self.provider else ir_measures
-        if self.provider:  # a provider named by the user may assert Python string ids (ranx does)
+    def _compute_others(self, qrels, run, per_query: bool, out: Results) -> None:
+        providers = self.other_providers()
+        if "pytrec_eval" in providers:
+            refuse_crashing_queries(qrels, providers["pytrec_eval"], self._qrels.source)
+        calc = self._provider.provider if self._provider else ir_measures
+        if self._provider:  # a provider named by the user may assert Python string ids (ranx does)
             qrels, run = _object_ids(qrels), _object_ids(run)
         try:
             if not per_query:
-                out.aggregates.update(calc.calc_aggregate(self.others, qrels, run))
+                out.aggregates.update(calc.calc_aggregate(self._others, qrels, run))
                 return
-            aggs = {m: m.aggregator() for m in self.others}
-            for metric in calc.iter_calc(self.others, qrels, run):
+            aggs = {m: m.aggregator() for m in self._others}
+            for metric in calc.iter_calc(self._others, qrels, run):
                 aggs[metric.measure].add(metric.value)
                 out.others.append(metric)
         except (AssertionError, AttributeError, KeyError, TypeError) as e:  # a provider's own refusal
-            names = ", ".join(sorted(set(self.other_providers())))
+            names = ", ".join(sorted(set(providers)))
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ValueError(f"ir-measures provider {names} failed: {first}") from None
         out.aggregates.update({m: agg.result() for m, agg in aggs.items()})

@@ -3,7 +3,6 @@ digit of the float (its shortest round-tripping form); and ``eval``'s output lin
 its formats (:class:`EvalWriter`)."""
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -15,17 +14,6 @@ ALL_DIGITS = -1
 def format_value(value: float, places: int) -> str:
     """``value`` with ``places`` decimals, or its full precision when ``places`` is -1."""
     return repr(float(value)) if places == ALL_DIGITS else f"{value:.{places}f}"
-
-
-def places_option(text: str) -> int:
-    """The ``-p/--places`` option: an integer >= 0, or -1 for every digit."""
-    try:
-        places = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {text!r}") from None
-    if places < ALL_DIGITS:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {places}")
-    return places
 
 
 SUMMARY_QID = "all"  # the query id of an aggregate line (trec_eval's)

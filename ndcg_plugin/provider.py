@@ -28,7 +28,7 @@ import ir_measures
 from ir_measures import Metric
 from ir_measures.providers.base import Any, Evaluator, Provider
 
-from . import evaluation
+from . import evaluation, routing
 from .errors import InputError
 from .measures import PluginMeasure, registry, spec_of
 
@@ -51,7 +51,7 @@ class NdcgPluginProvider(Provider):
     ``duplicates`` ("error", "first" or "max") is applied to repeated (query, doc) pairs in
     qrels and runs; ``run_format`` ("auto", "trec", "msmarco") to run files given by path.
     """
-    NAME = evaluation.ENGINE
+    NAME = routing.ENGINE
     SUPPORTED_MEASURES = [  # the plugin's measures and the built-ins the families compute, with any parameters
         *(type(m)(**{k: Any() for k in m.SUPPORTED_PARAMS}) for m in registry.measures()),
         *(type(b)(**{k: Any() for k in b.SUPPORTED_PARAMS}) for f in registry.families() for name in f.builtins
@@ -66,7 +66,7 @@ class NdcgPluginProvider(Provider):
     def supports(self, measure) -> bool:
         """True for the plugin's measures (a ValueError for bad parameters) and for the built-ins
         whose parameters the engine computes as pytrec_eval defines them."""
-        return evaluation.engine_computes(measure)
+        return routing.engine_computes(measure)
 
     def _evaluator(self, measures: Iterable, qrels) -> NdcgPluginEvaluator:
         from . import reading  # imported on use: `import ndcg_plugin` stays light

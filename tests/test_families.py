@@ -52,7 +52,7 @@ def test_every_backend_computes_every_variant(measure, tmp_path):
     assert route(measure) == "ndcg_plugin"
     # through ir-measures, the CLI's evaluation and crosscheck: the same aggregate
     ours = ir_measures.calc_aggregate([measure], QRELS, RUN)[measure]
-    assert Evaluation([measure], RUN).compute(QRELS).aggregates[measure] == ours
+    assert Evaluation([measure], qrels=QRELS).compute(RUN).aggregates[measure] == ours
     (row,) = ndcg_plugin.crosscheck(QRELS, RUN, [measure])
     assert row.verdict == "match" and row.ours == ours
     for i, q in enumerate(index.qids):
@@ -125,7 +125,7 @@ def test_a_toy_family_is_computed_by_the_local_engine_and_refused_by_name_elsewh
     assert engine.compute(index, RUN, [spec], counts=[])[spec].values.tolist() == expected
     (tmp_path / "run").write_text(RUN_TEXT)
     assert compute_file(index, str(tmp_path / "run"), [spec])[spec].values.tolist() == expected
-    assert Evaluation([measure], RUN).compute(QRELS).aggregates[measure] == pytest.approx(1 / 6)
+    assert Evaluation([measure], qrels=QRELS).compute(RUN).aggregates[measure] == pytest.approx(1 / 6)
     assert "## ToyPrec: toy precision" in measures_markdown()
     # refused by name: explain, crosscheck
     with pytest.raises(Unsupported, match="explain does not implement the toy_precision family"):
@@ -170,4 +170,4 @@ def test_an_unknown_variant_is_refused_by_name_not_computed_as_another(name):
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):
         spec_of(_variant(name, "cubic"))
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):
-        Evaluation([_variant(name, "cubic")], RUN)
+        Evaluation([_variant(name, "cubic")], qrels=QRELS)

@@ -236,7 +236,7 @@ elif point == "evaluate":
     engine.compute_block = failing(engine.compute_block)
 elif point == "spark-evaluate":
     from ndcg_plugin.spark import jobs
-    jobs.Evaluation.aggregates = failing(jobs.Evaluation.aggregates)
+    jobs.SparkJob.aggregates = failing(jobs.SparkJob.aggregates)
 elif point == "write":
     real_write = sys.stdout.write
     sys.stdout.write = failing(real_write)

@@ -148,7 +148,8 @@ LAYERS = [
     {"arrays"},                                # column helpers, exact sums, the C loops
     {"reading", "ranking"},                    # every input to columns; a run ranked as trec_eval ranks it
     {"measures"},                              # specifications, the families, values and aggregators
-    {"engine", "datasets", "docs"},            # blocks evaluated and streamed; ir-datasets; the docs page
+    {"engine", "datasets", "docs", "routing"},  # blocks evaluated, streamed; ir-datasets; the docs page; who
+                                                 # computes each measure
     {"evaluation", "spark"},                   # the one evaluation path; the same measures on Spark
     {"provider", "compare", "reproduce", "trec_eval"},  # what is built on an Evaluation
     {"__init__", "cli"},                       # the public API; the command line (the only exit codes)
@@ -195,3 +196,40 @@ def test_the_layer_check_can_fail():
 def test_few_modules_at_the_package_root():
     root = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
     assert len(root) <= ROOT_MODULE_LIMIT, root
+
+
+def _namespace_uses(tree: ast.Module) -> list[str]:
+    """Imports of argparse, and parameters that take an argparse Namespace: annotated with a
+    ``Namespace`` (a name, an attribute or a string), or left unannotated under the names the
+    command line gives one (``args``, ``namespace``)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [f"{node.lineno} import {a.name}" for a in node.names if a.name.split(".")[0] == "argparse"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse":
+            out.append(f"{node.lineno} from argparse import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+                shown = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+                if "Namespace" in shown or (not shown and arg.arg in ("args", "namespace")):
+                    out.append(f"{node.lineno} parameter {arg.arg}{': ' + shown if shown else ''}")
+    return out
+
+
+def test_the_argparse_namespace_stops_in_the_cli_layer():
+    # below ndcg_plugin/cli/ every command's code takes typed options (frozen dataclasses), never
+    # argparse or its Namespace
+    found = [f"{p.relative_to(PACKAGE)}:{use}" for p in MODULES if p.relative_to(PACKAGE).parts[0] != "cli"
+             for use in _namespace_uses(_tree(p))]
+    assert not found, found
+
+
+def test_the_namespace_check_can_fail():
+    code = ("import argparse\nfrom argparse import Namespace\n"
+            "def files(args, measures):\n    pass\n"
+            "def check(opts: argparse.Namespace) -> None:\n    pass\n"
+            "def later(opts: 'Namespace', namespace, args: list) -> None:\n    pass\n")
+    assert _namespace_uses(ast.parse(code)) == [
+        "1 import argparse", "2 from argparse import Namespace", "3 parameter args",
+        "5 parameter opts: argparse.Namespace", "7 parameter opts: 'Namespace'", "7 parameter namespace"]

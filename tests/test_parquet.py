@@ -350,9 +350,9 @@ def test_a_streamed_parquet_run_in_small_pieces_equals_it_read_whole(tmp_path_fa
     assert np.concatenate([p.line for p in pieces]).tolist() == list(range(n))
     results = []
     for run, block_bytes in ((parquet, 32 * piece_rows), (parquet, 0), (run_text, 0)):  # streamed, whole, text
-        with Evaluation(MEASURES, str(run), options=ReadOptions(block_bytes=block_bytes)) as ev:
-            assert ev.streams == (block_bytes > 0)
-            results.append(ev.compute(str(qrels_text)).aggregates)
+        ev = Evaluation(MEASURES, qrels=str(qrels_text), options=ReadOptions(block_bytes=block_bytes))
+        assert ev.streams(str(run)) == (block_bytes > 0)
+        results.append(ev.compute(str(run)).aggregates)
     assert results[0] == results[1] == results[2]
 
 

@@ -593,12 +593,12 @@ def test_measures_per_topic_and_aggregates_equal_evals_when_evaluated_in_blocks(
     path = tmp_path / "run"
     path.write_text("".join(line for line in lines if not line.startswith(topics[3] + " ")))  # a topic missing
     measures = parse_measures(["nDCG@10", "RR", "MRR_ignore@10", "HitRate_item@10", "AP", "P@10"])
-    whole = Evaluation(measures, str(path)).compute(qrels, per_query=True)
+    whole = Evaluation(measures, qrels=qrels).compute(str(path), per_query=True)
     expected = {(m.query_id, str(m.measure)): m.value for m in whole.metrics()}
     monkeypatch.setattr(reproduce_scores, "BLOCK_ROWS", 3000)
     run = reproduce_scores.read_run(path)
     assert len(reproduce_scores.blocks(run)) > 10
-    scored = reproduce_scores.evaluate(measures, run, qrels, topics)
+    scored = reproduce_scores.evaluate(Evaluation(measures, qrels=qrels), run, topics)
     assert scored.aggregates == {str(m): v for m, v in whole.aggregates.items()}  # exactly eval's numbers
     for j, m in enumerate(scored.measures):
         for i, t in enumerate(topics):
@@ -824,7 +824,7 @@ def test_the_plugins_six_measures_in_a_report_are_evals_numbers(tmp_path):
     frame = reproduce.runs(f["qrels"], f["ob"], f["oa"], f["rb"], f["ra"], six, cutoffs=[10])
     qrels = reproduce_scores.read_qrels(f["qrels"])
     for key, run, version in (("ob", "baseline", "original"), ("ra", "advanced", "reproduced")):
-        evaluated = Evaluation(parse_measures(six), str(f[key])).compute(qrels).aggregates
+        evaluated = Evaluation(parse_measures(six), qrels=qrels).compute(str(f[key])).aggregates
         for m, v in evaluated.items():
             assert value(frame, statistic="ARP", measure=str(m), run=run, version=version) == v
     assert value(frame, statistic="ER", measure="NDCG_exp@10") == pytest.approx(

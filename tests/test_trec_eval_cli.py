@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ndcg_plugin.cli.trec_eval import parse
 from ndcg_plugin.errors import UsageError
 from ndcg_plugin.trec_eval import command as trec_eval_cli
 from tests.conftest import shared_file
@@ -41,7 +42,7 @@ def _output(argv: list[str], use_engine: bool = True) -> tuple[int, str]:
     """What the command prints (status, stdout), in this process."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        o = trec_eval_cli.parse(argv)
+        o = parse(argv)
         try:
             report = trec_eval_cli.evaluate(o, use_engine=use_engine)
         except trec_eval_cli.MissingQuery as e:

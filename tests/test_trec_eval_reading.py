@@ -182,7 +182,7 @@ NUMBERISH = st.text(alphabet="0123456789.eE+-x", max_size=12)
 @given(NUMBERISH)
 def test_the_number_patterns_accept_what_the_textbook_decimal_accepts(text):
     from ndcg_plugin.reading.formats import DECIMAL
-    from ndcg_plugin.reproduce.table import NUMBER
+    from ndcg_plugin.reproduce.published import NUMBER
     assert (DECIMAL.match(text.encode()) is not None) == (TEXTBOOK_DECIMAL.match(text) is not None)
     plain = re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)", text) is not None  # a paper's cell: no exponent
     assert (NUMBER.match(text) is not None) == plain

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 import ir_measures
 
 from ..errors import DatasetError, InputError, UsageError
-from ..evaluation import Evaluation, ReadOptions, check_provider, qrels_queries
+from ..evaluation import DatasetQrels, Evaluation, ReadOptions, qrels_queries
 from ..formatting import SUMMARY_QID, EvalWriter
 from ..measures import examples, parse_measures, registry, same_as_builtin
+from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
@@ -117,15 +118,16 @@ def cmd_eval(args) -> int:
         raise UsageError(f"{given[0]} applies to --engine spark only: add --engine spark, or drop {given[0]}")
     if args.engine == "spark":
         return _eval_spark(args, measures, writer)
+    provider = None
     if args.provider:
         try:
-            check_provider(args.provider)
+            provider = NamedProvider(args.provider)  # checked here, once
         except ValueError as e:
             raise UsageError(f"--{e}") from None
     path, dataset = _qrels_source(args)
-    if not measures and args.provider:  # a dataset's measures: those the provider computes
+    if not measures and provider:  # a dataset's measures: those the provider computes
         official = _dataset_measures(dataset)
-        measures = [m for m in official if ir_measures.providers.registry[args.provider].supports(m)]
+        measures = [m for m in official if provider.supports(m)]
         left = [str(m) for m in official if m not in measures]
         if left:
             say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
@@ -136,9 +138,10 @@ def cmd_eval(args) -> int:
     try:
         # routed once: every measure the plugin's engine computes is computed by it (trec_eval's tie
         # rule), the others by ir-measures, named on stderr (--provider: all by that one); a run
-        # file that streams starts parsing now, while the qrels are read
-        with Evaluation(measures, args.run, provider=args.provider, options=options) as ev:
-            results = ev.compute(_qrels(path, dataset), per_query=args.by_query)
+        # file that streams starts parsing before the qrels are read (a dataset's are loaded then)
+        ev = Evaluation(measures, qrels=path if path is not None else DatasetQrels(dataset), provider=provider,
+                        options=options)
+        results = ev.compute(args.run, per_query=args.by_query)
     except ValueError as e:
         if isinstance(e, InputError):
             raise
@@ -163,8 +166,13 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
     printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
     from ..spark import command
+    if args.provider and measures:  # after spark's "give at least one measure", before its other refusals
+        raise UsageError("--engine spark computes every measure itself: drop --provider")
+    options = command.SparkOptions(args.qrels, args.run, args.run_format, args.duplicates, args.qrels_columns,
+                                   args.run_columns, args.spark_plan or "engine", args.spark_ship or "auto",
+                                   args.spark_master or "local[*]", tuple(args.spark_conf or ()), args.by_query)
     try:
-        with command.files(args, measures) as (ev, results):
+        with command.files(options, measures) as (ev, results):
             for qid, values in (ev.rows() if args.by_query else ()):
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # queries without a value are omitted
@@ -321,9 +329,9 @@ def cmd_measures(args) -> int:
 
 
 def cmd_trec_eval(args) -> int:
-    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.trec_eval.command`)."""
-    from ..trec_eval import command as trec_eval_cli
-    return trec_eval_cli.main(args.argv)
+    """``trec_eval``: trec_eval's command line (:mod:`ndcg_plugin.cli.trec_eval`)."""
+    from . import trec_eval
+    return trec_eval.main(args.argv)
 
 
 def cmd_irm(args) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from ..formatting import OUTPUTS, places_option
+from ..formatting import ALL_DIGITS, OUTPUTS
 from ..measures import examples
 from ..sizes import BLOCK_BYTES
 from ..trec_eval.check import default_measures
@@ -33,6 +33,18 @@ def _parents() -> dict[str, argparse.ArgumentParser]:
     places = argparse.ArgumentParser(add_help=False)
     places.add_argument("-p", "--places", type=places_option, default=4, help="decimal places (default 4; -1: all)")
     return {"files": files, "reading": reading, "places": places}
+
+
+def places_option(text: str) -> int:
+    """The ``-p/--places`` option: an integer >= 0, or -1 (:data:`~ndcg_plugin.formatting.ALL_DIGITS`)
+    for every digit."""
+    try:
+        places = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {text!r}") from None
+    if places < ALL_DIGITS:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {places}")
+    return places
 
 
 def _checked(convert, ok, kind: str, bound: str):
@@ -282,7 +294,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; eval's measures may also come after options (``eval Q R -p 6 nDCG@10``),
     which argparse alone leaves unrecognized once the positionals before the options are taken."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.trec_eval.command
+    if argv[:1] == ["trec_eval"]:  # trec_eval's own flags (GNU getopt), parsed by ndcg_plugin.cli.trec_eval
         return argparse.Namespace(command="trec_eval", handler="trec_eval", argv=argv[1:])
     if argv[:1] == ["irm"]:  # the ir_measures command's own arguments, parsed by it
         return argparse.Namespace(command="irm", handler="irm", argv=argv[1:])

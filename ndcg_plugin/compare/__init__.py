@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .. import reading
-from ..evaluation import Evaluation, qrels_queries
+from ..evaluation import Evaluation
 from ..measures import parse_measures
 
 TESTS = ("t", "randomization", "bootstrap")
@@ -95,14 +95,14 @@ class Comparison:
         return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def per_query(qrels_table: pd.DataFrame, run: Any, measures: list) -> tuple[dict, dict]:
+def per_query(ev: Evaluation, run: Any) -> tuple[dict, dict]:
     """({measure: aggregate}, {measure: pd.Series of per-query values over the qrels queries})
-    for one run, both as ``eval`` computes them."""
-    results = Evaluation(measures, run).compute(qrels_table, per_query=True)
-    values: dict = {m: {} for m in measures}
+    for one run (a table), both as ``eval`` computes them (``ev``: the measures on a qrels table)."""
+    results = ev.compute(run, per_query=True)
+    values: dict = {m: {} for m in ev.measures}
     for metric in results.metrics():
         values[metric.measure][metric.query_id] = float(metric.value)
-    qids = sorted(set(qrels_table["query_id"]))
+    qids = sorted(set(ev.qrels["query_id"]))
     aggregates = {str(m): float(v) for m, v in results.aggregates.items()}
     return aggregates, {str(m): pd.Series(v, dtype=float).reindex(qids) for m, v in values.items()}
 
@@ -185,11 +185,10 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
     baseline = baseline or names[0]
     if baseline not in runs:
         raise ValueError(f"baseline {baseline!r} is not one of the runs {names}")
-    qrels_table = reading.read(qrels, "qrels")
+    ev = Evaluation(measures, qrels=reading.read(qrels, "qrels"))  # routed once, the qrels indexed once
     result = Comparison(names, measures, baseline, test, correction, alpha)
     for name, run in runs.items():
-        result.means[name], result.per_query[name] = per_query(
-            qrels_table, reading.read(run, "run", queries=qrels_queries(qrels_table)), measures)
+        result.means[name], result.per_query[name] = per_query(ev, reading.read(run, "run", queries=ev.queries))
     found = []
     for name in names:
         if name == baseline:

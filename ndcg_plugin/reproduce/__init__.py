@@ -1,6 +1,6 @@
 """Reproduction reports: how close reproduced runs are to the original runs (:func:`runs`), and
 how close a reproduced table is to a paper's printed table (:func:`table`, in
-:mod:`ndcg_plugin.reproduce.table`). docs/reproduce.md defines every statistic, with its
+:mod:`ndcg_plugin.reproduce.published`). docs/reproduce.md defines every statistic, with its
 reference and where it differs from repro_eval 0.5.0.
 
 Runs mode follows Breuer et al., "How to Measure the Reproducibility of System-Oriented IR
@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..evaluation import Evaluation
 from ..measures import parse_measures
 from ..reading.sources import source_name
 from . import lists
@@ -234,6 +235,10 @@ def compute_runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baselin
     tables = {"original": read_qrels(qrels, duplicates)}
     tables["reproduced"] = tables["original"] if rep_qrels is None else read_qrels(rep_qrels, duplicates)
     topics = {v: topics_of(t) for v, t in tables.items()}
+    # the measures routed once per qrels, each qrels indexed once (for every run and block)
+    evaluations = {"original": Evaluation(measures, qrels=tables["original"])}
+    evaluations["reproduced"] = (evaluations["original"] if rep_qrels is None
+                                 else Evaluation(measures, qrels=tables["reproduced"]))
     report = Reproduction([str(m) for m in measures], cutoffs, rbo, p, rep_qrels is None, topics)
     given = {("original", "baseline"): orig_baseline, ("reproduced", "baseline"): rep_baseline,
              ("original", "advanced"): orig_advanced, ("reproduced", "advanced"): rep_advanced}
@@ -248,7 +253,7 @@ def compute_runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baselin
 
     ranked = {}
     for (version, run), (table, ranked[version]) in zip(order, _read_ahead(order, read), strict=True):
-        report.scores[(version, run)] = evaluate(measures, table, tables[version], topics[version])
+        report.scores[(version, run)] = evaluate(evaluations[version], table, topics[version])
         del table
         if report.paired and version == "reproduced":
             _compare_lists(report, run, ranked.pop("original"), ranked.pop("reproduced"), len(topics["original"]))
@@ -277,6 +282,6 @@ def runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baseline: Any, 
 
 
 def table(published: Any, qrels: Any, runs: Any, **options) -> pd.DataFrame:
-    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce.table.table`."""
-    from . import table as reproduce_table
-    return reproduce_table.table(published, qrels, runs, **options)
+    """A reproduced table against the paper's: see :func:`ndcg_plugin.reproduce.published.table`."""
+    from .published import table as published_table
+    return published_table(published, qrels, runs, **options)

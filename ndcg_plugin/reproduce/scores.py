@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .. import reading
 from ..arrays.columns import columns_of, group_codes
 from ..errors import InputError
-from ..evaluation import ENGINE, Evaluation, aggregate, route
+from ..evaluation import Evaluation, aggregate
 from ..measures.aggregate import Values
 
 
@@ -97,14 +97,15 @@ def blocks(run: Any, rows: int | None = None) -> list:
     return [_slice(run, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
-def _engine_in_blocks(measures: list, run: Any, qrels_table, position: dict) -> tuple[dict, np.ndarray]:
+def _engine_in_blocks(ev: Evaluation, run: Any, position: dict) -> tuple[dict, np.ndarray]:
     """The engine's per-query values (:class:`ndcg_plugin.measures.aggregate.Values` by measure) of the whole
-    run, from :class:`Evaluation` on each of its :func:`blocks`, and the topic positions they are
-    over: a topic's values come from its block (a topic in no block: from the first)."""
+    run, from ``ev`` (the engine's measures) on each of its :func:`blocks`, and the topic positions
+    they are over (the qrels index's queries, the same for every block): a topic's values come from
+    its block (a topic in no block: from the first)."""
     combined: dict = {}
     rows = np.zeros(0, dtype=np.int64)
     for i, block in enumerate(blocks(run)):
-        results = Evaluation(measures, block).compute(qrels_table, per_query=True)
+        results = ev.compute(block, per_query=True)
         rows = np.array([position[str(q)] for q in results.query_ids], dtype=np.int64)
         here = np.isin(rows, [position[str(q)] for q in pc.unique(columns_of(block, "score")[0]).to_pylist()])
         for m, vals in results.values.items():
@@ -126,27 +127,26 @@ def _per_topic(vals: Values) -> np.ndarray:
         return np.where(vals.returned > 0, vals.hits / np.maximum(vals.returned, 1), 0.0)
 
 
-def evaluate(measures: list, run: Any, qrels_table, topics: list[str]) -> Scored:
-    """``measures`` on a run (read by :func:`read_run`), per topic over ``topics`` (the qrels'), with
-    each measure's aggregate as ``eval`` computes it: the engine's measures by :class:`Evaluation` on
-    the run's :func:`blocks` (as ``eval`` streams a file), aggregated by
-    :func:`ndcg_plugin.evaluation.aggregate` over every topic's values; the others by one
-    :class:`Evaluation` of the whole run."""
-    mine = [m for m in measures if route(m) == ENGINE]
-    others = [m for m in measures if m not in mine]
+def evaluate(ev: Evaluation, run: Any, topics: list[str]) -> Scored:
+    """``ev``'s measures on a run (read by :func:`read_run`), per topic over ``topics`` (the qrels'),
+    with each measure's aggregate as ``eval`` computes it: the engine's measures on the run's
+    :func:`blocks` (as ``eval`` streams a file), aggregated by
+    :func:`ndcg_plugin.evaluation.aggregate` over every topic's values; the others on the whole
+    run. ``ev``'s qrels (a table) are indexed once, for every block and every run."""
+    measures = list(ev.measures)
     position = {t: i for i, t in enumerate(topics)}
     values = np.full((len(topics), len(measures)), np.nan)
     for j, m in enumerate(measures):
         values[:, j] = float(getattr(m, "DEFAULT", 0.0))
     aggregates: dict = {}
-    if mine:
-        combined, rows = _engine_in_blocks(mine, run, qrels_table, position)
+    if ev.engine_measures:
+        combined, rows = _engine_in_blocks(ev.only(ev.engine_measures), run, position)
         aggregates.update(aggregate(combined))
         for m, vals in combined.items():
             values[rows, measures.index(m)] = _per_topic(vals)
-    if others:
+    if ev.other_measures:
         table = reading.to_table([run], "run") if hasattr(run, "layout") else run  # providers read DataFrames
-        results = Evaluation(others, table).compute(qrels_table, per_query=True)
+        results = ev.only(ev.other_measures).compute(table, per_query=True)
         aggregates.update(results.aggregates)
         for metric in results.others:
             values[position[str(metric.query_id)], measures.index(metric.measure)] = float(metric.value)

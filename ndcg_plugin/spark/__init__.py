@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from ..errors import Unsupported
 from ..measures import examples, parse_measures, spec_of
 from ..measures.registry import is_own
-from .jobs import RETIRED, SHIPS, STRATEGIES, Evaluation
+from .jobs import RETIRED, SHIPS, STRATEGIES, SparkJob
 from .session import SparkUnavailable, check_master, require_spark, session
 
 DEFAULT_COLUMNS = {"query": "query_id", "doc": "doc_id", "relevance": "relevance", "score": "score"}
@@ -77,7 +77,7 @@ def _check(specs: list, strategy: str, duplicates: str = "error", ship: str = "a
 
 
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
-            duplicates: str = "error", ship: str = "auto") -> Evaluation:
+            duplicates: str = "error", ship: str = "auto") -> SparkJob:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
     names of ``columns`` (keys query, doc, relevance, score; defaults ir-measures' names).
     ``strategy``: ``auto`` or ``engine``, both the engine plan (the local engine on each partition:
@@ -105,12 +105,12 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     q = inputs.normalise(qrels, "qrels", names)
     r = inputs.normalise(run, "run", names)
     r, q = inputs.align(r, q)
-    return Evaluation(measures, specs, r, q, duplicates=duplicates, ship=ship)
+    return SparkJob(measures, specs, r, q, duplicates=duplicates, ship=ship)
 
 
 def prepare_files(spark, qrels: str, run: str, measures: Iterable, run_format: str = "auto",
                   strategy: str = "auto", qrels_columns: dict | None = None,
-                  run_columns: dict | None = None, duplicates: str = "error", ship: str = "auto") -> Evaluation:
+                  run_columns: dict | None = None, duplicates: str = "error", ship: str = "auto") -> SparkJob:
     """:func:`prepare` on files read by Spark (TREC or MS MARCO text, or Parquet; see
     :mod:`.files`). Errors in a file name the file (and the line, for a local file).
     ``qrels_columns``, ``run_columns``: a Parquet file's column names, as :func:`ndcg_plugin.read`'s
@@ -144,4 +144,4 @@ def evaluate(qrels, run, measures: Iterable, per_query: bool = False, columns: d
 
 
 __all__ = ["evaluate", "prepare", "prepare_files", "session", "require_spark", "check_master", "SparkUnavailable",
-           "Evaluation", "DEFAULT_COLUMNS"]
+           "SparkJob", "DEFAULT_COLUMNS"]

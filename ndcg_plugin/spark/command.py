@@ -4,14 +4,32 @@ line (:func:`ndcg_plugin.cli.commands._eval_spark`) prints the results."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..measures import examples
 from .session import SparkUnavailable, session
 
 #: inputs below this size start a JVM that compiles less (C1 only): seconds less to start
 SMALL_INPUT = 64 << 20
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """What ``eval --engine spark`` evaluates and how: the two files, how they are read, the plan,
+    and the Spark session's master and settings."""
+    qrels: str
+    run: str
+    run_format: str = "auto"
+    duplicates: str = "error"
+    qrels_columns: Mapping[str, str] | None = None  # a Parquet file's column names, as read()'s columns=
+    run_columns: Mapping[str, str] | None = None
+    plan: str = "engine"
+    ship: str = "auto"
+    master: str = "local[*]"
+    conf: tuple[tuple[str, str], ...] = ()  # --spark-conf KEY=VALUE settings, in order
+    per_query: bool = False
 
 
 class CommandError(ValueError):
@@ -52,35 +70,32 @@ def qrels_file(qrels: str) -> str:
     return str(target.path)
 
 
-def check(args, measures: list) -> None:
+def check(options: SparkOptions, measures: list) -> None:
     """The options --engine spark refuses, in one line each."""
     if not measures:
         raise CommandError(f"give at least one measure (with --engine spark, e.g. {' '.join(examples())})")
-    if args.provider:
-        raise CommandError("--engine spark computes every measure itself: drop --provider")
-    if args.duplicates == "first":
+    if options.duplicates == "first":
         raise CommandError("--engine spark: --duplicates first keeps the copy that comes first in the file, an order "
                            "Spark does not keep across partitions; use --duplicates max or error")
-    if "-" in (args.qrels, args.run):
+    if "-" in (options.qrels, options.run):
         raise CommandError("--engine spark reads files (text or Parquet), not standard input")
 
 
 @contextmanager
-def files(args, measures: list) -> Iterator[tuple]:
-    """(evaluation, aggregates) of the command's two files (``args``: eval's options); with
-    ``-q`` the per-query table stays cached while the caller reads
-    :meth:`~ndcg_plugin.spark.jobs.Evaluation.rows`. Input errors stay ValueError/InputError;
+def files(options: SparkOptions, measures: list) -> Iterator[tuple]:
+    """(job, aggregates) of the command's two files; with ``per_query`` the per-query table
+    stays cached while the caller reads
+    :meth:`~ndcg_plugin.spark.jobs.SparkJob.rows`. Input errors stay ValueError/InputError;
     anything else from Spark becomes a :class:`CommandError`."""
     from . import prepare_files
-    check(args, measures)
-    qrels, ev = qrels_file(args.qrels), None
+    check(options, measures)
+    qrels, ev = qrels_file(options.qrels), None
     try:
-        spark = session(args.spark_master or "local[*]", conf_for(args.spark_conf or [], [qrels, args.run]),
-                        quiet=True)
-        ev = prepare_files(spark, qrels, args.run, measures, args.run_format, strategy=args.spark_plan or "engine",
-                           qrels_columns=args.qrels_columns, run_columns=args.run_columns,
-                           duplicates=args.duplicates, ship=args.spark_ship or "auto")
-        if args.by_query:
+        spark = session(options.master, conf_for(list(options.conf), [qrels, options.run]), quiet=True)
+        ev = prepare_files(spark, qrels, options.run, measures, options.run_format, strategy=options.plan,
+                           qrels_columns=options.qrels_columns, run_columns=options.run_columns,
+                           duplicates=options.duplicates, ship=options.ship)
+        if options.per_query:
             ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
         yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
     except SparkUnavailable as e:

@@ -1,11 +1,11 @@
 """An evaluation on Spark: the engine plan built for the measures (:mod:`.partitions`), and the
-actions that run it. :meth:`Evaluation.aggregates` is one action (one ``collect`` of a few rows)
-that computes the aggregates and validates the input together; :meth:`Evaluation.per_query` is one
+actions that run it. :meth:`SparkJob.aggregates` is one action (one ``collect`` of a few rows)
+that computes the aggregates and validates the input together; :meth:`SparkJob.per_query` is one
 action too (it builds the cached per-query table, validated as it is computed).
 
 The exact sums: each measure's per-query values are split per binary exponent, in 64-bit
 integers (:func:`ndcg_plugin.arrays.exact.split_sums` in the workers, :func:`exact_parts` as
-Spark expressions for :meth:`Evaluation.aggregates` by a key), and the driver adds up the few
+Spark expressions for :meth:`SparkJob.aggregates` by a key), and the driver adds up the few
 rows it collects exactly (:class:`ndcg_plugin.arrays.exact.ExactSum`): the local engine's digits,
 whatever the partitioning."""
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Built:
     summed: Any
 
 
-class Evaluation:
+class SparkJob:
     """A lazy evaluation of ``measures`` by the engine plan (nothing runs until an action is
     called): the local engine on each partition (:mod:`.partitions`). ``strategy`` names the plan:
     ``'engine'``, the one there is."""
@@ -116,7 +116,7 @@ class Evaluation:
         return every.where("has_qrels").select(F.col("q").cast("string").alias("query_id"),
                                                *[o.value for o in outputs], *extra)
 
-    def persist(self) -> Evaluation:
+    def persist(self) -> SparkJob:
         """Keep the per-query table once computed, so that :meth:`aggregates` and then :meth:`rows`
         compute the evaluation once between them; :meth:`unpersist` releases it."""
         self._persisted = self._built.every.persist()
@@ -291,7 +291,7 @@ def _item(kind: str, **given: Column) -> Column:
 
 
 def result_rows(wide: DataFrame, outputs: list, key: Column) -> DataFrame:
-    """The few rows :meth:`Evaluation.aggregates` collects with a ``key`` (a column expression over
+    """The few rows :meth:`SparkJob.aggregates` collects with a ``key`` (a column expression over
     ``query_id``), from one grouped aggregation over the per-query table of every query
     (:func:`.worker.wide_schema`): per (key, measure i, part, shift) the exact partial sums
     (``hi``, ``mid``, ``lo``) of the values each measure aggregates and their number ``n`` (its

@@ -17,7 +17,7 @@ The executors' Python must import ndcg_plugin (the driver's environment, in loca
 cluster, install it there as any library a Python UDF uses). A query the first step could not
 prove free of repeated pairs (rows of one query spread over several partitions, in the middle of
 each: a run not grouped by query) makes the evaluation run again with every row shipped
-(:class:`.jobs.Evaluation` does it), so the check is exact whatever the layout.
+(:class:`.jobs.SparkJob` does it), so the check is exact whatever the layout.
 """
 from __future__ import annotations
 

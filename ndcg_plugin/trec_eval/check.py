@@ -88,7 +88,7 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable | None = None, *, trec_e
 
     qrels_t = reading.read(qrels, "qrels", duplicates=duplicates)
     run_t = reading.read(run, "run", duplicates=duplicates, queries=qrels_queries(qrels_t))
-    ours = Evaluation(measures, run_t, options=ReadOptions(duplicates=duplicates)).compute(qrels_t)
+    ours = Evaluation(measures, qrels=qrels_t, options=ReadOptions(duplicates=duplicates)).compute(run_t)
     ours_perq, aggregates = ours.values, ours.aggregates
     qrels_d, run_d = _as_dicts(qrels_t), _as_dicts(run_t)
     qrels_d = {q: qrels_d[q] for q in ours.query_ids}  # the engine's query order

@@ -1,7 +1,8 @@
 """``ndcg-plugin trec_eval``: trec_eval 10.0's command line, so that a script calling trec_eval
 changes one word.
 
-Accepted as trec_eval accepts them (GNU getopt, short and long forms): ``-q`` (per-query lines),
+The flags are read as trec_eval reads them (GNU getopt, short and long forms, by
+:mod:`ndcg_plugin.cli.trec_eval`) into :class:`Options`: ``-q`` (per-query lines),
 ``-c`` (average over every qrels query; a query missing from the run counts with an empty
 ranking), ``-n`` (no summary), ``-l N`` (the lowest relevant label for binary measures), ``-M N``
 (each query's top N, in trec_eval's order, before anything is computed), ``-J`` (judged documents
@@ -22,13 +23,11 @@ refused by name (left out of ``all_trec`` with a note on stderr): :data:`NOT_COM
 """
 from __future__ import annotations
 
-import getopt
 import math
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import InputError, UsageError
+from ..errors import UsageError
 from ..measures.parsing import examples
 from .report import ORDER, Report, family_of
 
@@ -51,117 +50,25 @@ DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
 ENGINE_CUTOFFS = {"ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
 
-SHORT = "hvqm:cl:nD:N:M:JR:T:Z:"
-LONG = ["help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted", "level_for_rel=",
-        "nosummary", "Debug_level=", "Number_docs_in_coll=", "Max_retrieved_per_topic=", "Judged_docs_only",
-        "Rel_info_format=", "Results_format=", "Zscore="]
-
-EXAMPLE = examples()[0]
-USAGE = f"""usage: ndcg-plugin trec_eval [-q] [-c] [-n] [-l N] [-M N] [-J] [-m MEASURE[.PARAMS]]... QRELS RUN
-
-trec_eval {VERSION}'s command line and output, computed by the plugin's engine and pytrec_eval
-(see docs/cli.md for what is and is not computed).
-
-positional arguments:
-  QRELS                 qrels file (TREC format)
-  RUN                   results file (TREC format)
-
-options:
-  -h, --help            show this help and exit
-  -v, --version         print the trec_eval version emulated and exit
-  -q, --query_eval_wanted
-                        per-query lines before the summary
-  -m, --measure MEASURE[.PARAMS]
-                        a measure, trec_eval's names (official, all_trec, P.5,10, ndcg_cut.10, ...) or
-                        the plugin's ({EXAMPLE}); repeatable; default official
-  -c, --complete_rel_info_wanted
-                        average over every qrels query (a query missing from the run has an empty ranking)
-  -l, --level_for_rel N
-                        lowest label counted relevant by binary measures (default 1)
-  -n, --nosummary       no summary lines
-  -M, --Max_retrieved_per_topic N
-                        each query's top N only (score descending, then doc id descending)
-  -J, --Judged_docs_only
-                        evaluate over judged documents only
-  -R, --Rel_info_format qrels
-                        only qrels (the default) is read
-  -T, --Results_format trec_results
-                        only trec_results (the default) is read
-  -D, --Debug_level N   refused (trec_eval debugging output)
-  -N, --Number_docs_in_coll N
-                        refused (pytrec_eval takes no collection size)
-  -Z, --Zscore FILE     refused (z-scores are not computed)
-"""
-
 
 class MissingQuery(Exception):
     """A qrels query with no results, without ``-c``: trec_eval 10.0 exits with status 4."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
+    """The command's options, as trec_eval's flags give them (parsed by
+    :func:`ndcg_plugin.cli.trec_eval.parse`): ``-q``, ``-c``, not ``-n``, ``-l``, ``-M``, ``-J``,
+    the ``-m`` measures in order, and the two files."""
+    qrels: str
+    run: str
+    measures: tuple[str, ...] = ("official",)
     per_query: bool = False
     complete: bool = False
     summary: bool = True
     level: int = 1
     max_docs: int | None = None
     judged_only: bool = False
-    measures: list = field(default_factory=list)
-    qrels: str = ""
-    run: str = ""
-
-
-def _integer(flag: str, text: str, lowest: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"trec_eval {flag}: expected an integer, got {text!r}") from None
-    if value < lowest:
-        raise UsageError(f"trec_eval {flag}: expected an integer >= {lowest}, got {value}")
-    return value
-
-
-def parse(argv: Sequence[str]) -> Options:
-    """trec_eval's options (SystemExit(0) after printing the help or the version)."""
-    try:
-        opts, rest = getopt.gnu_getopt(list(argv), SHORT, LONG)
-    except getopt.GetoptError as e:
-        raise UsageError(f"trec_eval: {e} (see ndcg-plugin trec_eval --help)") from None
-    o = Options()
-    for flag, value in opts:
-        if flag in ("-h", "--help"):  # as argparse does
-            print(USAGE, end="")
-            raise SystemExit(0)
-        if flag in ("-v", "--version"):
-            from ..version import __version__
-            print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})")
-            raise SystemExit(0)
-        if flag in ("-q", "--query_eval_wanted"):
-            o.per_query = True
-        elif flag in ("-c", "--complete_rel_info_wanted"):
-            o.complete = True
-        elif flag in ("-n", "--nosummary"):
-            o.summary = False
-        elif flag in ("-J", "--Judged_docs_only"):
-            o.judged_only = True
-        elif flag in ("-l", "--level_for_rel"):
-            o.level = _integer("-l", value, -(2 ** 31))
-        elif flag in ("-M", "--Max_retrieved_per_topic"):
-            o.max_docs = _integer("-M", value, 0)
-        elif flag in ("-m", "--measure"):
-            o.measures.append(value)
-        elif flag in ("-R", "--Rel_info_format") and value != "qrels":
-            raise UsageError(f"trec_eval -R: only the qrels format is read, got {value!r}")
-        elif flag in ("-T", "--Results_format") and value != "trec_results":
-            raise UsageError(f"trec_eval -T: only the trec_results format is read, got {value!r}")
-        elif flag in ("-D", "--Debug_level", "-N", "--Number_docs_in_coll", "-Z", "--Zscore"):
-            raise UsageError(f"trec_eval {flag} is not supported by ndcg-plugin trec_eval (run trec_eval itself)")
-    if len(rest) != 2:
-        raise UsageError(f"trec_eval takes two files, QRELS and RUN, got {len(rest)}: {' '.join(rest) or 'none'} "
-                         f"(see ndcg-plugin trec_eval --help)")
-    o.qrels, o.run = rest
-    o.measures = o.measures or ["official"]
-    return o
 
 
 @dataclass
@@ -372,15 +279,14 @@ def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) 
     """Per-query values of the engine's measures into ``values`` (NaN: no line, as eval -q)."""
     import pandas as pd
 
-    from ..evaluation import ENGINE, Evaluation, route
+    from ..evaluation import Evaluation
     chosen = [m for _, m in measures]
-    declined = [str(m) for m in chosen if route(m) != ENGINE]
-    if declined:  # never guess: a measure the engine would not compute is a bug of this plan
-        raise UsageError(f"trec_eval: the engine does not compute {', '.join(declined)}")
+    ev = Evaluation(chosen, qrels=qrels_table)
+    if ev.other_measures:  # never guess: a measure the engine would not compute is a bug of this plan
+        raise UsageError(f"trec_eval: the engine does not compute {', '.join(map(str, ev.other_measures))}")
     rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
     frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
-    with Evaluation(chosen, frame) as e:
-        res = e.compute(qrels_table, per_query=True)
+    res = ev.compute(frame, per_query=True)
     got: dict = {m: {} for m in chosen}
     for metric in res.metrics():
         got[metric.measure][metric.query_id] = metric.value
@@ -396,28 +302,3 @@ def _at_level(measure, level: int):
     if "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params and level != 1:
         return measure(rel=level)
     return measure
-
-
-def main(argv: Sequence[str]) -> int:
-    """The command: 0, 2 (usage or input), 4 (a qrels query missing from the run, without -c)."""
-    o = parse(argv)
-    try:
-        report = evaluate(o)
-    except MissingQuery as e:
-        missing, before = e.args
-        if o.per_query:
-            sys.stdout.write(before.query_lines())
-        sys.stdout.flush()
-        print(f"ndcg-plugin trec_eval: qrels query {missing!r} has no line in the run {o.run}: trec_eval {VERSION} "
-              f"stops here with status 4 (its message: result qid {missing!r} not found in qrels); give -c to "
-              f"evaluate it with an empty ranking", file=sys.stderr)
-        return 4
-    except ValueError as e:
-        if isinstance(e, (InputError, UsageError)):
-            raise
-        raise UsageError(f"trec_eval: {e}") from None
-    if o.per_query:
-        sys.stdout.write(report.query_lines())
-    if o.summary:
-        sys.stdout.write(report.summary_lines())
-    return 0

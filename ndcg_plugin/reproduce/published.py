@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import InputError
+from ..evaluation import Evaluation
 from ..measures import parse_measures
 from ..reading.sources import source_name
 from .scores import check_topics, evaluate, read_qrels, read_run, topics_of
@@ -125,14 +126,15 @@ def table(published: Any, qrels: Any, runs: Any, *, names: list[str] | None = No
         raise ValueError(f"run {unused[0]} is in no row of {source}: give the runs of the paper's table")
     qrels_table = read_qrels(qrels, duplicates)
     topics = topics_of(qrels_table)
+    parsed = {m: parse_measures([m])[0] for m in dict.fromkeys(cells["measure"])}
+    every = Evaluation(parsed.values(), qrels=qrels_table)  # routed once, the qrels indexed once
     ours = {}
     for name, run in by_name.items():
         wanted = list(dict.fromkeys(cells.loc[cells["run"] == name, "measure"]))
         run_table = read_run(run, run_format, duplicates)
         check_topics(run_table, pa.array(topics, type=pa.large_string()), source_name(run, name))
-        parsed = [parse_measures([m])[0] for m in wanted]
-        scored = evaluate(parsed, run_table, qrels_table, topics)
-        ours.update({(name, m): scored.aggregates[str(p)] for m, p in zip(wanted, parsed, strict=True)})
+        scored = evaluate(every.only(parsed[m] for m in wanted), run_table, topics)
+        ours.update({(name, m): scored.aggregates[str(parsed[m])] for m in wanted})
     scale = 100.0 if percent else 1.0
     cells["ours"] = [ours[(r.run, r.measure)] * scale for r in cells.itertuples()]
     cells["difference"] = cells["ours"] - cells["published"]
