@@ -233,3 +233,27 @@ def test_the_namespace_check_can_fail():
     assert _namespace_uses(ast.parse(code)) == [
         "1 import argparse", "2 from argparse import Namespace", "3 parameter args",
         "5 parameter opts: argparse.Namespace", "7 parameter opts: 'Namespace'", "7 parameter namespace"]
+
+
+def _shadowed(init: ast.Module, submodules: set[str]) -> list[str]:
+    """Names a package's ``__init__`` defines (functions, classes, assignments) that are also the
+    names of its submodules: importing the submodule replaces the package's attribute."""
+    defined = {node.name for node in init.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for node in init.body if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)}
+    return sorted(defined & submodules)
+
+
+def test_no_package_defines_a_name_its_submodule_has():
+    # reproduce/table.py once replaced reproduce.table(), the documented function, when imported
+    found = []
+    for init in PACKAGE.rglob("__init__.py"):
+        subs = {p.stem for p in init.parent.glob("*.py") if p.name != "__init__.py"}
+        subs |= {p.name for p in init.parent.iterdir() if (p / "__init__.py").exists()}
+        found += [f"{init.parent.relative_to(PACKAGE)}.{n}" for n in _shadowed(_tree(init), subs)]
+    assert not found, found
+
+
+def test_the_shadow_check_can_fail():
+    init = ast.parse("def table():\n    pass\nclass runs:\n    pass\nlists = 1\nother = 2\n")
+    assert _shadowed(init, {"table", "runs", "lists", "scores"}) == ["lists", "runs", "table"]
