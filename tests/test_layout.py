@@ -257,3 +257,19 @@ def test_no_package_defines_a_name_its_submodule_has():
 def test_the_shadow_check_can_fail():
     init = ast.parse("def table():\n    pass\nclass runs:\n    pass\nlists = 1\nother = 2\n")
     assert _shadowed(init, {"table", "runs", "lists", "scores"}) == ["lists", "runs", "table"]
+
+
+def _documented_layers(text: str) -> list[set[str]]:
+    """The layers table of docs/architecture.md: per row, the folders and root modules it names."""
+    rows = re.findall(r"^\| (\d+) \| ([^|]+) \|", text, flags=re.M)
+    return [{name.rstrip("/").removesuffix(".py") for name in re.findall(r"`([^`]+)`", names)} for _, names in rows]
+
+
+def test_the_architecture_page_lists_the_layers_the_test_checks():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    assert _documented_layers(page) == LAYERS
+
+
+def test_the_layers_table_reader_can_fail():
+    table = "| 0 | `errors.py`, `arrays/` | x |\n| 1 | `cli/` | y |\n"
+    assert _documented_layers(table) == [{"errors", "arrays"}, {"cli"}]
