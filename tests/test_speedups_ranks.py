@@ -42,7 +42,7 @@ def test_the_top_of_a_ranked_run_taken_in_c_as_by_numpy(queries, depth, data, dt
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 12), st.integers(-2, 7)), min_size=1, max_size=60),
        st.sampled_from([None, 1, 3, 10]), st.sampled_from(["linear", "exp"]),
-       st.sampled_from([(), ((2, 9),), ((0, 4),), ((7, 1), (1, 3))]), st.sampled_from([np.int32, np.int64]))
+       st.sampled_from([(), ((2, 9),), ((0, 4),), ((1, 3), (7, 1))]), st.sampled_from([np.int32, np.int64]))
 def test_the_dcg_added_in_c_as_by_numpy(rows, cutoff, variant, gains, dtype):
     """Rows in any order of queries and ranks, labels below 0, 0 and above the gains set, every
     cutoff, both gains and gains= overrides (one of label 0, which numpy alone computes): the

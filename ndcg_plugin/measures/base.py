@@ -52,8 +52,9 @@ class Spec:
         _expect(isinstance(self.judged_only, bool), "judged_only", "True or False", self.judged_only)
         _expect(isinstance(self.gains, tuple) and all(
             isinstance(g, tuple) and len(g) == 2 and _is_int(g[0]) and isinstance(g[1], numbers.Real)
-            and not isinstance(g[1], bool) for g in self.gains) and list(self.gains) == sorted(self.gains),
-            "gains", "a sorted tuple of (integer label, real gain) pairs", self.gains)
+            and not isinstance(g[1], bool) for g in self.gains)
+            and all(a[0] < b[0] for a, b in zip(self.gains, self.gains[1:], strict=False)),
+            "gains", "a tuple of (integer label, real gain) pairs, labels increasing", self.gains)
 
 
 #: the values of :class:`Spec`'s fields that backends dispatch on
