@@ -1,0 +1,129 @@
+"""The edges of the reader (issue 42): NUL bytes, a file of a byte order mark alone, directories,
+lines too long; each case with trec_eval 10.0's behaviour beside it (from runs of the binary,
+and checked against one when NDCG_PLUGIN_TREC_EVAL names it). Where the case is about the
+command line, an end-to-end CLI process: one line on stderr, exit status 2, no traceback."""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ndcg_plugin import InputError
+from ndcg_plugin.reading import read_columns
+from ndcg_plugin.reading.sources import blocks, parse_blocks
+from tests.conftest import msmarco_file
+from tests.helpers import both_ways
+
+TREC_EVAL = os.environ.get("NDCG_PLUGIN_TREC_EVAL") or shutil.which("trec_eval")
+QRELS = b"q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n"
+RUN = b"q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\nq2 Q0 d3 1 1.0 r\n"
+BOM = b"\xef\xbb\xbf"
+
+
+def write(tmp_path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def cli(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command in a process of its own, bytes in (a timeout: a case that would block fails)."""
+    return subprocess.run([sys.executable, "-m", "ndcg_plugin", *args], capture_output=True, input=stdin,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def one_line(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    err = proc.stderr.decode() if isinstance(proc.stderr, bytes) else proc.stderr
+    assert proc.returncode == 2, (proc.returncode, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+    return err
+
+
+def trec_eval(qrels: str, run: str) -> subprocess.CompletedProcess:
+    return subprocess.run([TREC_EVAL, "-c", qrels, run], capture_output=True)
+
+
+def outcome(data: bytes, kind: str, block: int, columnar_ok: bool = True):
+    """The rows read from ``data`` in blocks of ``block`` bytes, or the error's message."""
+    try:
+        pieces = list(parse_blocks(blocks(data, "f", block), "f", kind, columnar_ok=columnar_ok))
+        return [(p.query_id.to_pylist(), p.doc_id.to_pylist(), p.value.tolist(), p.line.tolist()) for p in pieces]
+    except InputError as e:
+        return str(e)
+
+
+# --- NUL bytes ----------------------------------------------------------------------------------
+
+def test_a_run_with_a_block_of_nul_bytes_is_refused_naming_its_line(tmp_path):
+    # what a crash or a bad copy leaves: 4 KiB of NUL bytes in the middle of DL19's BM25 run.
+    # trec_eval 10.0: killed by SIGSEGV (exit 139); its files "may contain no NULL characters"
+    # (get_trec_results.c), it stops reading at the first. Before: the NULs were read as id bytes,
+    # 103 lines vanished, R@1000 and NumRet changed, exit 0, no warning.
+    data = bytearray(msmarco_file("run.dl19-passage.bm25.trec").read_bytes())
+    data[81_920:86_016] = bytes(4096)
+    run = write(tmp_path, "nul.run", bytes(data))
+    line = data[:81_920].count(b"\n") + 1
+    qrels = str(msmarco_file("qrels.dl19-passage.txt"))
+    errors = {one_line(cli("eval", qrels, run, "R@1000", "NumRet", env=env), f"{run}:{line}: a NUL byte")
+              for env in ({}, {"NDCG_PLUGIN_SPEEDUPS": "0"})}  # the C parser, and the numpy/Arrow twin
+    assert len(errors) == 1
+    # gzip on standard input, streamed: the same line
+    one_line(cli("eval", qrels, "-", "R@1000", stdin=gzip.compress(bytes(data))), f"<stdin>:{line}: a NUL byte")
+    if TREC_EVAL:
+        assert trec_eval(qrels, run).returncode not in (0, 1)  # a crash (a signal) or a refusal
+
+
+@pytest.mark.parametrize("kind, text, line", [
+    ("run", RUN.replace(b"d2 2", b"d\x002 2"), 2),                  # in an id
+    ("run", b"\x00" + RUN, 1),                                      # at the file's start
+    ("run", RUN + b"# a comment\x00\n" + RUN.replace(b"q", b"x"), 4),  # in a comment line
+    ("run", RUN.replace(b"2.0", b"2.0\x00"), 1),                    # in a score
+    ("qrels", QRELS.replace(b"q2", b"q\x002"), 3),
+    ("qrels", b"# c\x00\n" + QRELS, 1),
+    ("qrels", QRELS + b"q3 0 d4 1\x00", 4),                         # the last line, without newline
+])
+def test_a_nul_byte_is_refused_on_every_reading_path_with_its_line(kind, text, line):
+    # trec_eval 10.0 misreads what follows a NUL: `q1 Q0 d\0x 1 2.0 t` then a good line gives
+    # "result qid 'd1' not found in qrels" (exit 4); a block of NULs in qrels, "Malformed line"
+    want = None
+    for name, context in both_ways():  # the C parser, and the Arrow and line parsers alone
+        with context:
+            for block in (16, 64, 1 << 20):
+                for columnar_ok in (True, False):
+                    for data in (text, gzip.compress(text)):
+                        got = outcome(data, kind, block, columnar_ok)
+                        assert isinstance(got, str) and f"f:{line}: a NUL byte" in got, (name, block, got)
+                        assert want is None or got == want
+                        want = got
+            for form in (io.BytesIO(text), text, text.decode()):  # a stream (as stdin), bytes, text
+                with pytest.raises(InputError, match=f":{line}: a NUL byte"):
+                    read_columns(form, kind)
+
+
+def test_a_line_before_the_nul_byte_that_is_bad_is_the_one_reported():
+    text = RUN.replace(b"1.0 r\nq2", b"high r\nq2").replace(b"d3", b"d\x003")  # line 2 bad, NUL on line 3
+    for _, context in both_ways():
+        with context:
+            for block in (16, 1 << 20):
+                assert "f:2: expected a numeric score, got 'high'" in outcome(text, "run", block)
+
+
+@pytest.mark.parametrize("byte", [b"\x01", b"\x08", b"\x1c", b"\x1f", b"\x7f"])
+def test_control_bytes_other_than_nul_are_bytes_of_an_id_as_trec_eval_reads_them(byte):
+    # trec_eval 10.0 splits fields on C isspace only: `q1 Q0 d\x01x 1 2.0 t` is doc 'd\x01x'
+    # (num_ret 2, recip_rank 0.5 beside `q1 Q0 d1 2 1.0 t` with d1 relevant); it cannot have
+    # meant otherwise, so such bytes are kept, on every parser
+    text = RUN.replace(b"d2", b"d" + byte + b"2")
+    for _, context in both_ways():
+        with context:
+            for block in (16, 1 << 20):
+                for columnar_ok in (True, False):
+                    got = outcome(text, "run", block, columnar_ok)
+                    assert [d for piece in got for d in piece[1]] == ["d1", "d" + byte.decode() + "2", "d3"]
