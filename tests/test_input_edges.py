@@ -10,11 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 
 import pytest
 
-from ndcg_plugin import InputError
-from ndcg_plugin.reading import read_columns
+import ndcg_plugin
+from ndcg_plugin import InputError, sizes
+from ndcg_plugin.reading import file_pieces, read_columns
+from ndcg_plugin.reading.ahead import RunFile
 from ndcg_plugin.reading.sources import blocks, parse_blocks
 from tests.conftest import msmarco_file
 from tests.helpers import both_ways
@@ -127,3 +130,104 @@ def test_control_bytes_other_than_nul_are_bytes_of_an_id_as_trec_eval_reads_them
                 for columnar_ok in (True, False):
                     got = outcome(text, "run", block, columnar_ok)
                     assert [d for piece in got for d in piece[1]] == ["d1", "d" + byte.decode() + "2", "d3"]
+
+
+# --- a byte order mark alone --------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [BOM, BOM + b"\n", BOM + b"\r\n", BOM + b"\n \n\t\n"])
+def test_a_file_of_a_byte_order_mark_and_blanks_is_refused_as_an_empty_file(tmp_path, content):
+    # trec_eval 10.0 refuses it: "Malformed line 1" (exit 2), the mark being a field of its own;
+    # a 0-byte file is refused here ("the input is empty"), and so is this, streamed or read whole,
+    # qrels or run, whatever the block size (a blank line alone is a run that returned nothing:
+    # trec_eval -c reads it so)
+    for kind in ("qrels", "run"):
+        for block in (1, 2, 16, 1 << 20):
+            got = outcome(content, kind, block)
+            assert got == f"f: no {kind} lines found: the input is empty (a UTF-8 byte order mark and blanks " \
+                          "only, which trec_eval refuses too: 'Malformed line 1')", (block, got)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no warning that the mark is dropped, nothing but the error
+            with pytest.raises(InputError, match="the input is empty"):
+                ndcg_plugin.read(content, kind)
+    streamed = RunFile(io.BytesIO(content))
+    with pytest.raises(InputError, match="the input is empty"):
+        list(streamed.take_blocks())
+    if TREC_EVAL:
+        assert trec_eval(write(tmp_path, "q", QRELS), write(tmp_path, "r", content)).returncode == 2
+
+
+def test_a_byte_order_mark_alone_is_one_line_and_exit_2_on_the_command_line(tmp_path):
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN)
+    one_line(cli("eval", qrels, write(tmp_path, "bom.run", BOM), "NDCG_lin@10"), "bom.run: no run lines found")
+    one_line(cli("eval", write(tmp_path, "bom.qrels", BOM + b"\n"), run, "NDCG_lin@10"),
+             "bom.qrels: no qrels lines found")
+    one_line(cli("eval", qrels, "-", "NDCG_lin@10", stdin=BOM + b"\n"), "<stdin>: no run lines found")
+    # a blank line after the mark, then a judgment: the blank line is refused, as trec_eval refuses it
+    with pytest.raises(InputError, match="f:1: a blank line"):
+        outcome_or_raise(BOM + b"\n" + QRELS, "qrels")
+
+
+def outcome_or_raise(data: bytes, kind: str) -> None:
+    for block in (1, 16, 1 << 20):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            list(parse_blocks(blocks(data, "f", block), "f", kind))
+
+
+# --- lines too long -----------------------------------------------------------------------------
+
+def test_a_line_longer_than_1_mib_is_refused_naming_its_line(tmp_path):
+    # trec_eval 10.0 reads a file whole (mmap) and a line whatever its length: 3 MiB without a
+    # newline after two good lines is "Malformed line 3" (exit 2); a 3 MiB doc id on a good line is
+    # read. Its reader is written for lines of 10,000 bytes (MAXLINE, get_trec_results.c); here a
+    # line of more than 1 MiB is refused (a single 1 GiB line took 58 s and 7.4 GB before)
+    run = write(tmp_path, "long.run", RUN[:34] + b"x" * (3 << 20))
+    for size in ("0", "65536"):
+        one_line(cli("eval", "--block-size", size, write(tmp_path, "q", QRELS), run, "NDCG_lin@10"),
+                 f"{run}:3: a line longer than 1,048,576 bytes")
+
+
+class Endless:
+    """A stream of ``total`` bytes of ``x`` without a newline, made as it is read, counting what was read."""
+
+    def __init__(self, total: int, head: bytes = b""):
+        self.left, self.head, self.done = total, head, 0
+
+    def read(self, n: int = -1) -> bytes:
+        out, self.head = self.head[:n], self.head[n:]
+        more = min(n - len(out), self.left)
+        self.left -= more
+        self.done += len(out) + more
+        return out + b"x" * more
+
+
+@pytest.mark.parametrize("block", [1 << 16, sizes.BLOCK_BYTES])
+@pytest.mark.parametrize("kind, head", [("run", RUN), ("qrels", QRELS), ("run", b"")])
+def test_a_long_line_is_refused_before_the_stream_is_read_whole(block, kind, head):
+    stream, line = Endless(64 << 20, head), head.count(b"\n") + 1
+    with pytest.raises(InputError, match=f":{line}: a line longer than 1,048,576 bytes"):
+        file_pieces(stream, kind, block_bytes=block)
+    assert stream.done <= sizes.LINE_BYTES + 2 * block + len(head)  # bounded: 64 MiB were never read
+    assert stream.left > 0
+
+
+def test_every_line_longer_than_the_bound_is_refused_wherever_the_blocks_cut(monkeypatch):
+    monkeypatch.setattr(sizes, "LINE_BYTES", 40)
+    ok = b"q1 Q0 d1 1 2.0 r" + b" " * 24 + b"\n"  # 40 bytes and its newline
+    assert len(ok) == 41
+    for at in range(4):
+        lines = [b"q1 Q0 d%d 1 1.0 r\n" % i for i in range(4)]
+        fine = b"".join(lines[:at] + [ok] + lines[at:])
+        long = b"".join(lines[:at] + [ok[:-1] + b" \n"] + lines[at:])
+        for block in (7, 16, 41, 64, 1 << 20):
+            assert isinstance(outcome(fine, "run", block), list)
+            assert outcome(long, "run", block) == f"f:{at + 1}: a line longer than 40 bytes, refused before it " \
+                "is read whole: trec_eval's reader is written for lines of 10,000 bytes (MAXLINE in " \
+                "get_trec_results.c) and no id or score comes near this; a file without line ends, or not a qrels " \
+                "or run file?", (at, block)
+
+
+def test_a_long_line_in_a_gzip_file_is_refused_too():
+    data = gzip.compress(RUN + b"y" * (5 << 20))
+    with pytest.raises(InputError, match=":4: a line longer than"):
+        read_columns(data, "run")

@@ -154,9 +154,13 @@ def _qrels_data(line: bytes, fields: list[bytes], comments: QrelsComments, sourc
         comments.after, comments.line = True, lineno
         return False
     if not fields:
-        raise InputError(source, lineno, "a blank line, which trec_eval refuses in qrels ('Malformed line'); remove "
-                         "it")
+        raise blank_qrels_line(source, lineno)
     return True
+
+
+def blank_qrels_line(source: str, lineno: int) -> InputError:
+    """The error of a blank qrels line."""
+    return InputError(source, lineno, "a blank line, which trec_eval refuses in qrels ('Malformed line'); remove it")
 
 
 def parse_lines(data: bytes, source: str, kind: str, run_format: str = "auto", layout: Layout | None = None,
