@@ -8,8 +8,11 @@ import gzip
 import io
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -18,6 +21,7 @@ import ndcg_plugin
 from ndcg_plugin import InputError, sizes
 from ndcg_plugin.reading import file_pieces, read_columns
 from ndcg_plugin.reading.ahead import RunFile
+from ndcg_plugin.reading.parquet import files_of
 from ndcg_plugin.reading.sources import blocks, parse_blocks
 from tests.conftest import msmarco_file
 from tests.helpers import both_ways
@@ -172,6 +176,75 @@ def outcome_or_raise(data: bytes, kind: str) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             list(parse_blocks(blocks(data, "f", block), "f", kind))
+
+
+# --- directories --------------------------------------------------------------------------------
+
+def parquet_run(path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]}), path)
+
+
+def test_a_directory_of_text_files_is_refused_at_once_naming_its_first_file(tmp_path):
+    # trec_eval 10.0: "Cannot read results file" (and "Cannot read qrels file"), exit 2
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write(folder, "a.run", RUN)
+    write(folder, "b.run", RUN)
+    one_line(cli("eval", write(tmp_path, "q", QRELS), str(folder), "NDCG_lin@10"),
+             f"its first file {folder / 'a.run'} is not Parquet")
+    if TREC_EVAL:
+        assert trec_eval(write(tmp_path, "q", QRELS), str(folder)).returncode == 2
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_fifo_inside_a_directory_is_refused_by_name_without_opening_it(tmp_path, first):
+    # before: the directory was read as a Parquet dataset and the FIFO opened: blocked for ever
+    folder = tmp_path / "data"
+    folder.mkdir()
+    parquet_run(folder / "b.parquet")
+    fifo = folder / ("a" if first else "c")
+    os.mkfifo(fifo)
+    one_line(cli("eval", write(tmp_path, "q", QRELS), str(folder), "NDCG_lin@10"),
+             f"{fifo} is a FIFO (named pipe), not a Parquet file")
+
+
+def test_a_socket_inside_a_directory_is_refused_by_name(tmp_path):
+    folder = tempfile.mkdtemp(prefix="ndcg-")  # short: a socket's path has at most 107 bytes
+    try:
+        parquet_run(os.path.join(folder, "a.parquet"))
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(os.path.join(folder, "b"))
+            assert stat.S_ISSOCK(os.stat(os.path.join(folder, "b")).st_mode)
+            with pytest.raises(InputError, match="b is a socket, not a Parquet file"):
+                files_of(folder, folder)
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_directory_is_walked_no_further_than_its_first_file(tmp_path, monkeypatch):
+    # "/" was walked whole (11 s) before its first file was found not to be Parquet
+    write(tmp_path, "a.txt", b"not parquet")
+    deep = tmp_path / "b"
+    for i in range(5):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    os.mkfifo(deep / "fifo")
+    listed = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p: listed.append(p) or real(p))
+    with pytest.raises(InputError, match="its first file .*a.txt is not Parquet"):
+        files_of(str(tmp_path), "dir")
+    assert listed == [str(tmp_path)]
+    # the rule of the dataset reader kept: names starting with . or _ are passed over, files in path order
+    (tmp_path / "a.txt").unlink()
+    shutil.rmtree(tmp_path / "b")
+    for name in ("_SUCCESS", ".a.crc", "z.parquet", "m/x.parquet", "m.parquet", "_tmp/y.parquet"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        parquet_run(tmp_path / name)
+    assert [os.path.relpath(f, tmp_path) for f in files_of(str(tmp_path), "dir")] == \
+        ["m/x.parquet", "m.parquet", "z.parquet"]
 
 
 # --- lines too long -----------------------------------------------------------------------------
