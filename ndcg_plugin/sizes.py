@@ -7,6 +7,14 @@ from __future__ import annotations
 
 #: the reader's block: 8 MiB of text, cut at a line's end (ndcg_plugin.reading.sources.blocks)
 BLOCK_BYTES = 1 << 23
+#: the longest line the reader takes, in bytes (its newline not counted): a longer one is refused
+#: as soon as a block shows it, never held whole (ndcg_plugin.reading.sources.blocks). trec_eval's
+#: reader is written for lines of MAXLINE = 10,000 bytes (get_trec_results.c: the buffer standard
+#: input is read in; a longer line is joined from pieces, each rescanned for every byte it holds)
+#: and reads a longer line from a file whole, into memory. A hundred times MAXLINE keeps every line
+#: trec_eval was written for (ids of thousands of bytes) and refuses a file without line ends (a
+#: stream from /dev/zero, a binary file) after 1 MiB and a block
+LINE_BYTES = 1 << 20
 #: rows per block of a run in memory (about a streamed text block's rows): engine.block.compute_in_blocks
 BLOCK_ROWS = 1 << 18
 #: a block is evaluated in pieces of whole queries of about this many rows (an 8 MiB block of a log

@@ -233,6 +233,9 @@ def files(draw):
     if draw(st.integers(0, 9)) == 0:  # bytes that are not UTF-8, in any column
         at = draw(st.integers(0, len(data)))
         data = data[:at] + draw(st.sampled_from(NOT_UTF8)) + data[at:]
+    if draw(st.integers(0, 9)) == 0:  # a NUL byte anywhere (refused, its line named)
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + b"\0" + data[at:]
     if draw(st.booleans()):
         data = b"\xef\xbb\xbf" + data
     if draw(st.integers(0, 9)) == 0:

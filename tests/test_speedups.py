@@ -197,14 +197,15 @@ def test_empty_fields_by_hand():
 
 PLAIN_NUMBERS = ["1", "-2", "0", "-0", "007", "1.5", "-0.25", "0.976", "12345.678901", "9007199254740993",
                  "0.1234567890123456789", "3.14159265358979"]
-ODD = ["1e-3", "+1", "3.", ".5", "nan", "0x10", "1_0", "", "é", "#q", "a\tb", "a\rb", "a b", "\u00a0"]
+ODD = ["1e-3", "+1", "3.", ".5", "nan", "0x10", "1_0", "", "é", "#q", "a\tb", "a\rb", "a b", "\u00a0", "a\x00b"]
 
 
 @st.composite
 def plain_files(draw):
     """Mostly the simple form the C loop reads (ASCII ids, plain decimals, one delimiter), with a
     deviation in a share of them: an odd field (a number in another syntax, an empty or
-    non-ASCII field, a comment, other whitespace), a blank line, a field too many or too few."""
+    non-ASCII field, a comment, other whitespace, a NUL byte), a blank line, a field too many or
+    too few."""
     kind = draw(st.sampled_from(["qrels", "run", "run"]))
     fmt = "qrels" if kind == "qrels" else draw(st.sampled_from(["trec", "msmarco"]))
     delim = draw(st.sampled_from([" ", "\t"]))
@@ -262,7 +263,7 @@ def test_the_c_parser_takes_plain_blocks_and_declines_the_others():
     labels = speedups.parse_columns(b"u1\t0\ti1\t-3\n", 0, 11, b"\t", 4, (0, 2, 3), True)
     assert labels[2].dtype == np.int64 and labels[2].tolist() == [-3]
     for line in [b"q Q0 d 1 1e5 t", b"q Q0 d 1 +1 t", b"q Q0 d 1 5. t", b"q Q0 d 1 .5x t", b"#q Q0 d 1 1 t",
-                 b"q  Q0 d 1 1 t", b"q  d 1 1 t", b" Q0 d 1 1 t",
+                 b"q  Q0 d 1 1 t", b"q  d 1 1 t", b" Q0 d 1 1 t", b"q Q0 d\x00 1 1 t", b"q\x00 Q0 d 1 1 t",
                  b"q Q0 d 1 1 t extra", b"q Q0 d 1 1", b"q Q0 d\t1 1 t", b"q Q0 d 1 1 t\r",
                  b"q Q0 d\xc3\xa9 1 1 t", b"q Q0 d 1 1 t\n\nq Q0 e 1 1 t", b"q Q0 d 1 1 t ",
                  b"q Q0 d 1 12345678901234567 t", b"q Q0 d 1 0.0000000000000000000001 t"]:

@@ -238,7 +238,7 @@ static int read_number(const uint8_t *s, const uint8_t *e, int integer, int64_t 
 }
 
 /* The first byte from p on that is not a plain field byte (ASCII above space, or a control byte
-   other than whitespace), or stop: eight bytes at a time where eight remain (the lowest byte
+   other than whitespace and NUL), or stop: eight bytes at a time where eight remain (the lowest byte
    below 0x21 or above 0x7F of a little-endian word: borrows only mark bytes after it). */
 static inline const uint8_t *field_end(const uint8_t *p, const uint8_t *stop, const uint8_t *cls) {
     for (;;) {
@@ -266,8 +266,8 @@ static inline void copy_field(uint8_t *dst, const uint8_t *src, int64_t n, const
 /* parse_columns(data, start, end, delimiter, ncols, query_at, doc_at, value_at, integer,
    q_offsets, q_data, d_offsets, d_data, values): the lines of data[start:end] in the simple form
    (ASCII; fields cut by the delimiter alone; ncols fields a line, none empty; no other
-   whitespace, no \r, no blank line, no query id starting with '#'; values in read_number's
-   syntax), as columnar.parse_block reads them: the query and doc ids as Arrow large-string
+   whitespace, no \r, no NUL byte, no blank line, no query id starting with '#'; values in
+   read_number's syntax), as columnar.parse_block reads them: the query and doc ids as Arrow large-string
    offsets and bytes, the values (int64 or float64). Returns the number of lines, or None for a
    block outside that form (the caller then parses it as before) or arguments that disagree. */
 static PyObject *parse_columns(PyObject *self, PyObject *args) {
@@ -286,7 +286,8 @@ static PyObject *parse_columns(PyObject *self, PyObject *args) {
         goto done;
     }
     uint8_t cls[256];  /* 0: a field's byte; 1: the delimiter; 2: a line end; 3: outside the form */
-    for (int c = 0; c < 256; c++) cls[c] = c >= 0x80 || c == '\r' || c == '\t' || c == ' ' || c == '\v' || c == '\f' ? 3 : 0;
+    for (int c = 0; c < 256; c++)  /* a NUL is refused by the line parser, which names its line */
+        cls[c] = c >= 0x80 || c == 0 || c == '\r' || c == '\t' || c == ' ' || c == '\v' || c == '\f' ? 3 : 0;
     cls[delim] = 1;
     cls['\n'] = 2;
     const uint8_t *d = data.buf, *p = d + start, *stop = d + end;

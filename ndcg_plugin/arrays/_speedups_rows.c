@@ -253,11 +253,44 @@ done:
     return result;
 }
 
+/* Whether tied row a (its position in rows) goes before tied row b: a larger head, or the same head
+   and a larger length (doc ids of at most 8 bytes, descending). */
+static inline int tie_before(const uint64_t *h, const int64_t *len, int64_t a, int64_t b) {
+    return h[a] > h[b] || (h[a] == h[b] && len[a] > len[b]);
+}
+
+/* The positions at[0..m) sorted by tie_before, stably: insertion for a few, else a bottom-up
+   merge sort through tmp (m more positions): n log n comparisons, not the n^2 of an insertion
+   sort on a long run of ties (a query whose scores are all equal). */
+static void sort_tied(int64_t *at, int64_t *tmp, int64_t m, const uint64_t *h, const int64_t *len) {
+    if (m <= 16) {
+        for (int64_t i = 1; i < m; i++) {
+            int64_t v = at[i], j = i;
+            while (j > 0 && tie_before(h, len, v, at[j - 1])) { at[j] = at[j - 1]; j--; }
+            at[j] = v;
+        }
+        return;
+    }
+    int64_t *src = at, *dst = tmp;
+    for (int64_t width = 1; width < m; width *= 2) {
+        for (int64_t lo = 0; lo < m; lo += 2 * width) {
+            int64_t mid = lo + width < m ? lo + width : m, hi = lo + 2 * width < m ? lo + 2 * width : m;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = tie_before(h, len, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        int64_t *swap = src; src = dst; dst = swap;
+    }
+    if (src != at) memcpy(at, src, sizeof(int64_t) * (size_t)m);
+}
+
 /* sort_ties(group, width, score, rows, head, length, order) -> True or None (for a row that is not
    one, or sizes that disagree): each run of rows (from tied_rows:
    neighbours of one group and one score) put in order by doc id descending, stably: by head
    (the id's first 8 bytes, big-endian) descending, then length descending (ids of at most 8
-   bytes); order[rows[a + i]] = the row that takes that place. */
+   bytes); order[rows[a + i]] = the row that takes that place. A merge sort (sort_tied): n log n
+   on a run of any length, as numpy's stable sort. */
 PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
     Py_buffer group, score, rows, head, length, order;
     int width;
@@ -269,6 +302,8 @@ PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
         result = declined();
         goto done;
     }
+    int64_t *at = PyMem_RawMalloc(sizeof(int64_t) * 2 * (size_t)(k > 0 ? k : 1));  /* k <= n: no overflow */
+    if (at == NULL) { PyErr_NoMemory(); goto done; }
     const double *sc = score.buf;
     const int64_t *r = rows.buf, *len = length.buf;
     const uint64_t *h = head.buf;
@@ -278,21 +313,12 @@ PyObject *ndcg_sort_ties(PyObject *self, PyObject *args) {
         if (r[a] < 0 || r[a] >= n) { bad = a; break; }
         for (b = a + 1; b < k && r[b] == r[b - 1] + 1 && r[b] < n
              && offset_at(group.buf, width, r[b]) == offset_at(group.buf, width, r[a]) && sc[r[b]] == sc[r[a]]; b++) {}
-        for (int64_t i = a; i < b; i++) {  /* insertion of row i among rows a..i-1, by key descending */
-            int64_t j = i;
-            uint64_t hv = h[i];
-            int64_t lv = len[i];
-            int64_t who = r[i];
-            while (j > a) {
-                int64_t prev = o[r[j - 1]] - r[a] + a;  /* the position in rows of the row placed there */
-                if (h[prev] > hv || (h[prev] == hv && len[prev] >= lv)) break;
-                o[r[j]] = o[r[j - 1]];
-                j--;
-            }
-            o[r[j]] = who;
-        }
+        for (int64_t i = a; i < b; i++) at[i - a] = i;
+        sort_tied(at, at + k, b - a, h, len);
+        for (int64_t i = a; i < b; i++) o[r[i]] = r[at[i - a]];
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(at);
     result = bad >= 0 ? declined() : Py_NewRef(Py_True);  /* bad: a tied row that is not a row */
 done:
     PyBuffer_Release(&group); PyBuffer_Release(&score); PyBuffer_Release(&rows);

@@ -372,8 +372,8 @@ def parse_columns(data: bytes, start: int, end: int, delimiter: bytes, ncols: in
                   integer: bool) -> tuple[pa.Array, pa.Array, np.ndarray] | None:
     """(query ids, doc ids, values) of the lines of ``data[start:end]``, fields at ``at`` (query,
     doc, value) of ``ncols`` per line, when the block is in the simple form the C loop reads (see
-    ``parse_columns`` in ``_speedups.c``: ASCII, one delimiter, no empty field, plain decimal
-    numbers) and has a line; None otherwise, or when the C loops are not at hand."""
+    ``parse_columns`` in ``_speedups.c``: ASCII, no NUL byte, one delimiter, no empty field,
+    plain decimal numbers) and has a line; None otherwise, or when the C loops are not at hand."""
     if _C is None or len(delimiter) != 1 or delimiter not in (b" ", b"\t") or not 0 <= start < end <= len(data) \
             or not 1 <= ncols <= 64:
         return None  # (the span checked before the buffers of its size are made)

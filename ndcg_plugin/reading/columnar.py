@@ -11,6 +11,7 @@ byte, so a block is declined when anything could make the two differ:
   field may hold whitespace, since more trailing fields are allowed and ignored;
 - a query id starting with ``#`` (a comment line, for both runs and qrels);
 - a byte order mark at the start of a block that is not the file's start (Arrow drops it);
+- a NUL byte anywhere in the block (refused: the line parser names its line);
 - a value outside the number syntax (Arrow also reads ``0x10`` as an integer, ``+1`` only as a
   decimal, and ``nan``/``inf``), or invalid UTF-8 anywhere in the block (the line parser
   decodes whole lines; the CSV reader is told not to check, the block is checked once).
@@ -155,8 +156,8 @@ def parse_block(chunk, layout: Layout, delimiter: bytes, file_start: bool) -> Pa
     """Parse a block of whole lines (a ``sources.Chunk``), or decline with None; the C loop first (:func:`_in_c`)."""
     if (parsed := _in_c(chunk, layout, delimiter)) is not None:
         return parsed
-    if not file_start and chunk.startswith(BOM):
-        return None
+    if (not file_start and chunk.startswith(BOM)) or chunk.find(b"\0") >= 0:
+        return None  # Arrow would drop the mark; a NUL byte is refused by the line parser, naming its line
     if not _utf8(chunk):  # in any column, also one not converted: the line parser names the line
         return None
     has_cr = chunk.find(b"\r") >= 0

@@ -9,7 +9,11 @@ rules for blanks, comments, byte order marks and line ends (trec_eval 10.0's, fr
 - Blank lines are skipped. In a run, a line whose first non-blank character is ``#`` is a
   comment; in qrels, a line with ``#`` in column 0. ``#`` anywhere else is part of an id
   (TREC RAG 2024 segment ids ``msmarco_v2.1_doc_00_0#1_2``).
-- A UTF-8 byte order mark at the start of the file is dropped; ids must be valid UTF-8.
+- A UTF-8 byte order mark at the start of the file is dropped (a file of a mark and blanks only
+  is refused as empty); ids must be valid UTF-8.
+- A NUL byte is refused (trec_eval's files "may contain no NULL characters": it stops reading at
+  one); other control bytes are bytes of an id. A line longer than ``sizes.LINE_BYTES`` (1 MiB)
+  is refused before it is read whole.
 - Numbers: integers (relevance labels, MS MARCO ranks) are ``[+-]?[0-9]+``; scores are decimal
   numbers with an optional exponent (``1``, ``-2.5``, ``.5``, ``3.``, ``1e-3``). trec_eval reads
   numbers with ``atof``/``atol``, which stop at the first character they cannot use (``1_0``

@@ -117,6 +117,33 @@ def trec_eval_reads(raw: bytes, integer: bool) -> str:
     return repr(float(found.group())) if found else "0.0"
 
 
+@dataclass(frozen=True)
+class RefusedByte:
+    """The first byte of a block that no line may hold, at ``at``: a NUL (``nul``) or a byte that
+    is not valid UTF-8."""
+    at: int
+    nul: bool
+
+    def reason(self, offset: int) -> str:
+        if self.nul:
+            return (f"a NUL byte at byte offset {offset} of the line, which trec_eval cannot read (its files 'may "
+                    "contain no NULL characters': it stops reading there, or crashes); the file is damaged or not text")
+        return f"not valid UTF-8 at byte offset {offset} of the line; ids must be UTF-8 text"
+
+
+def refused_byte(data: bytes) -> RefusedByte | None:
+    """The first NUL byte or byte that is not valid UTF-8 in ``data``, or None. Other control
+    bytes (``\\x01``-``\\x1f`` but whitespace, ``\\x7f``) are bytes of an id, as trec_eval reads
+    them."""
+    nul = data.find(b"\0")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if nul < 0 or e.start < nul:
+            return RefusedByte(e.start, False)
+    return RefusedByte(nul, True) if nul >= 0 else None
+
+
 def _qrels_data(line: bytes, fields: list[bytes], comments: QrelsComments, source: str, lineno: int) -> bool:
     """Whether a qrels line is a judgment, as trec_eval reads them: the line after a comment
     always is, else one with ``#`` in column 0 is a comment; a blank line is refused, as
@@ -127,9 +154,13 @@ def _qrels_data(line: bytes, fields: list[bytes], comments: QrelsComments, sourc
         comments.after, comments.line = True, lineno
         return False
     if not fields:
-        raise InputError(source, lineno, "a blank line, which trec_eval refuses in qrels ('Malformed line'); remove "
-                         "it")
+        raise blank_qrels_line(source, lineno)
     return True
+
+
+def blank_qrels_line(source: str, lineno: int) -> InputError:
+    """The error of a blank qrels line."""
+    return InputError(source, lineno, "a blank line, which trec_eval refuses in qrels ('Malformed line'); remove it")
 
 
 def parse_lines(data: bytes, source: str, kind: str, run_format: str = "auto", layout: Layout | None = None,
@@ -140,17 +171,14 @@ def parse_lines(data: bytes, source: str, kind: str, run_format: str = "auto", l
     ``comments``: for qrels, trec_eval's comment state at the start of ``data`` (updated).
     Returns None when ``data`` holds no data line."""
     data = bytes(data)
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        lineno = first_line + data.count(b"\n", 0, e.start)
-        line_start = data.rfind(b"\n", 0, e.start) + 1
-        at = e.start - line_start  # in the line, not in the block read
+    bad = refused_byte(data)
+    if bad is not None:
+        lineno = first_line + data.count(b"\n", 0, bad.at)
+        line_start = data.rfind(b"\n", 0, bad.at) + 1
         # the lines before it first: a bad line earlier in the file is reported first, whatever
         # the block size
         parse_lines(data[:line_start], source, kind, run_format, layout, first_line, file_start, comments)
-        raise InputError(source, lineno, f"not valid UTF-8 at byte offset {at} of the line; ids must be "
-                         "UTF-8 text") from None
+        raise InputError(source, lineno, bad.reason(bad.at - line_start))  # its offset in the line
     if file_start and data.startswith(BOM):
         data = data[len(BOM):]
     if layout is None:

@@ -19,6 +19,7 @@ path order, but those whose name starts with ``.`` or ``_``, such as Spark's ``_
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,9 @@ class ParquetSource:
 
 
 def is_parquet(data: Any) -> bool:
-    """A path read as Parquet: named ``*.parquet``, a directory, or a file that starts and ends
-    with Parquet's magic bytes ``PAR1`` (a text file whose first query id is ``PAR1`` does not
-    end with them)."""
+    """A path read as Parquet: named ``*.parquet``, a directory (a Parquet dataset: one that holds
+    no Parquet file is refused, :func:`files_of`), or a file that starts and ends with Parquet's
+    magic bytes ``PAR1`` (a text file whose first query id is ``PAR1`` does not end with them)."""
     if isinstance(data, ParquetSource):
         return True
     if not (isinstance(data, os.PathLike) or (isinstance(data, str) and "\n" not in data)) or str(data) == "-":
@@ -67,6 +68,11 @@ def is_parquet(data: Any) -> bool:
         return True
     if not os.path.isfile(path):
         return False  # a pipe (``<(zcat run.gz)``) is not opened here: its first bytes would be lost
+    return _has_magic(path)
+
+
+def _has_magic(path: str) -> bool:
+    """Whether the regular file at ``path`` starts and ends with ``PAR1``."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -79,18 +85,61 @@ def is_parquet(data: Any) -> bool:
 
 
 def files_of(path: str, source: str) -> list[str]:
-    """The Parquet files of a path: itself, or a directory's files in path order."""
+    """The Parquet files of a path: itself, or a directory's files in path order (:func:`_listed`).
+    A directory is read only when it holds Parquet files: its first file must be one (else it is
+    refused at once, nothing further walked), and every file must be a regular file (a FIFO, a
+    socket or a device is refused by name, never opened: reading one could block for ever)."""
     if not os.path.isdir(path):
         if not os.path.exists(path):
             raise InputError(source, None, "file not found")
         return [path]
     found = []
-    for root, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
-        found += [os.path.join(root, n) for n in names if not n.startswith((".", "_"))]
+    for file in _listed(path, source):
+        _check_regular(file, source)
+        if not found and not _has_magic(file):
+            raise InputError(source, None, f"a directory is read as a Parquet dataset, but its first file {file} is "
+                             "not Parquet (it does not start and end with PAR1); give a qrels or run file's path, or a "
+                             "directory of Parquet files (trec_eval cannot read a directory either)")
+        found.append(file)
     if not found:
-        raise InputError(source, None, "a directory without Parquet files (files named . or _ first are skipped)")
-    return sorted(found, key=lambda p: os.path.relpath(p, path).split(os.sep))
+        raise InputError(source, None, "a directory without Parquet files (files named . or _ first are skipped; "
+                         "trec_eval cannot read a directory either)")
+    return found
+
+
+def _listed(top: str, source: str) -> Iterator[str]:
+    """What lies below a directory but directories, in path order (each directory's names sorted,
+    a subdirectory's files in its place), as the dataset reader lists them: names starting with
+    ``.`` or ``_`` (Spark's ``_SUCCESS``) are passed over with all below them, and so are symbolic
+    links to directories. Lazily: a directory whose first file is refused is walked no further."""
+    try:
+        with os.scandir(top) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError as e:
+        raise InputError(source, None, f"{_in(top, source)}cannot be listed: {e.strerror or e}") from None
+    for entry in entries:
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _listed(entry.path, source)
+        elif not (entry.is_symlink() and entry.is_dir()):
+            yield entry.path
+
+
+_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _check_regular(file: str, source: str) -> None:
+    """Refuse, without opening it, a file of a directory that is not a regular file."""
+    try:
+        mode = os.stat(file).st_mode
+    except OSError as e:
+        raise InputError(source, None, f"{file}: cannot be read: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        raise InputError(source, None, f"{file} is {what}, not a Parquet file: a directory is read as a Parquet "
+                         "dataset of regular files; remove it, or give the Parquet files' own directory")
 
 
 class _Plan:

@@ -12,14 +12,16 @@ import sys
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from .. import sizes
 from ..errors import InputError
 from ..sizes import BLOCK_BYTES
 from . import columnar, lines
-from .formats import BOM, LAYOUTS, column_names, delimiter_of, first_data_line, layout_for
+from .formats import BOM, LAYOUTS, Layout, column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
 from .parquet import check_run_format, is_parquet, parquet_pieces
 
@@ -143,9 +145,42 @@ class Chunk:
         return out
 
 
+class LineTooLong(InputError):
+    """A line longer than ``sizes.LINE_BYTES``, found by :func:`blocks`, which counts no lines:
+    :func:`parse_blocks` names it by its number."""
+
+
+def _too_long(source: str) -> LineTooLong:
+    return LineTooLong(source, None, f"a line longer than {sizes.LINE_BYTES:,} bytes, refused before it is read "
+                       "whole: trec_eval's reader is written for lines of 10,000 bytes (MAXLINE in "
+                       "get_trec_results.c) and no id or score comes near this; a file without line ends, or not "
+                       "a qrels or run file?")
+
+
+def _check_length(length: int, source: str) -> None:
+    """Refuse a line of ``length`` bytes (so far) when it is longer than ``sizes.LINE_BYTES``."""
+    if length > sizes.LINE_BYTES:
+        raise _too_long(source)
+
+
+def _long_line_at(data: bytes, start: int, end: int) -> int:
+    """Where the first line of ``data[start:end]`` (whole lines) longer than ``sizes.LINE_BYTES``
+    bytes (its newline not counted) starts, or -1: each window of that many bytes and one must
+    hold a newline; the windows jump from newline to the last newline in them (a few a block)."""
+    most, pos = sizes.LINE_BYTES, start
+    while end - pos > most + 1:
+        newline = data.rfind(b"\n", pos, pos + most + 1)
+        if newline < 0:
+            return pos
+        pos = newline + 1
+    return -1
+
+
 def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
            progress: Progress | None = None) -> Iterator[Chunk]:
-    """The content as blocks of whole lines (each ends with a newline, but perhaps the last)."""
+    """The content as blocks of whole lines (each ends with a newline, but perhaps the last). A
+    line longer than ``sizes.LINE_BYTES`` is refused (:class:`LineTooLong`, after the lines
+    before it) as soon as a block shows it, so that at most that and a block are held."""
     raw, total = _open(data, source)
     counting = _Counting(raw)
     try:
@@ -168,17 +203,23 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
             first = chunk.find(b"\n")
             if first < 0:  # a line longer than a block
                 pending += chunk
+                _check_length(len(pending), source)
                 continue
-            last = chunk.rfind(b"\n")
+            start = 0
             if pending:  # the line cut at the end of the previous chunk, completed
+                _check_length(len(pending) + first, source)
                 yield Chunk(pending + chunk[: first + 1])
-                pending = b""
                 start = first + 1
-            else:
-                start = 0
+            last = chunk.rfind(b"\n")
+            long = _long_line_at(chunk, start, last + 1)
+            if long >= 0:
+                if long > start:
+                    yield Chunk(chunk, start, long)
+                raise _too_long(source)
             if last + 1 > start:
                 yield Chunk(chunk, start, last + 1)  # no copy of the bulk of the block
             pending = chunk[last + 1:]
+            _check_length(len(pending), source)
         if pending:
             yield Chunk(pending)
     finally:
@@ -233,60 +274,119 @@ def pieces(data: Any, kind: str, source: str, run_format: str = "auto", block_by
     return parse_blocks(blocks(data, source, block_bytes, progress), source, kind, run_format)
 
 
+@dataclass
+class _Reading:
+    """Where :func:`parse_blocks` is in a file: the layout and delimiter found from its first data
+    line, the number of the next block's first line, and what the rules at the file's start and
+    end need (:func:`_start`, :func:`_held_blank`, :func:`_end_of_file`)."""
+    kind: str
+    run_format: str
+    columnar_ok: bool
+    comments: lines.QrelsComments | None
+    layout: Layout | None = None
+    delimiter: bytes | None = None
+    first_line: int = 1
+    file_start: bool = True
+    any_bytes: bool = False
+    any_rows: bool = False
+    #: the file starts with a byte order mark followed, so far, by blanks only (its warning waits)
+    bom_blank: bool = False
+    #: qrels: the first of those blank lines, refused once a line with text follows
+    blank_line: int | None = None
+
+
 def parse_blocks(chunks: Iterator[Chunk], source: str, kind: str, run_format: str = "auto",
                  columnar_ok: bool = True) -> Iterator[Parsed]:
     """Parse blocks in order: each with the columnar parser when the file's first data line is
     in the simple form, else (or where it declines) with the line parser. Line numbers run on
-    across blocks: a block the columnar parser took has one row per line."""
-    layout = delimiter = None
-    first_line = 1
-    file_start, any_bytes, any_rows = True, False, False
-    comments = lines.QrelsComments() if kind == "qrels" else None
-    for chunk in chunks:
-        any_bytes = any_bytes or len(chunk) > 0
-        if file_start and chunk.startswith(b"PAR1") and b"\0" in chunk.head(4096):
-            raise InputError(source, None, "Parquet data (it starts with PAR1), which is read from a file: give its "
-                             "path, named *.parquet (a file that starts with PAR1 but does not end with it is a "
-                             "truncated Parquet file)")
-        if file_start and chunk.startswith(BOM):
-            warnings.warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as "
-                          f"part of the first query id, which then matches no query)", RuntimeWarning, stacklevel=2)
-        if layout is None:
-            head = chunk.head(1 << 20)
-            if len(head) < len(chunk):
-                head = head[: head.rfind(b"\n") + 1]  # whole lines only
-            found = first_data_line(head, kind)
-            if found is not None:
-                layout = layout_for(kind, run_format, found[1])
-                delimiter = delimiter_of(*found) if columnar_ok else None
-        parsed = None
-        if delimiter is not None:
-            parsed = columnar.parse_block(chunk, layout, delimiter, file_start)
+    across blocks: a block the columnar parser took has one row per line. A line too long
+    (:class:`LineTooLong`, from :func:`blocks`) is refused with its number."""
+    at = _Reading(kind, run_format, columnar_ok, lines.QrelsComments() if kind == "qrels" else None)
+    try:
+        for chunk in chunks:
+            at.any_bytes = at.any_bytes or len(chunk) > 0
+            if at.file_start:
+                _start(chunk, source, at)
+            if at.bom_blank and _held_blank(chunk, source, at):
+                continue
+            parsed = _parse(chunk, source, at)
+            at.file_start = False
             if parsed is not None:
-                parsed.line = np.arange(first_line, first_line + len(parsed), dtype=np.int64)
-                first_line += len(parsed)
-                if comments is not None:
-                    comments.after = False  # a block the columnar parser takes holds no comment line
-        if parsed is None:
-            parsed = lines.parse_lines(chunk.tobytes(), source, kind, run_format, layout, first_line, file_start,
-                                       comments)
-            first_line += chunk.count(b"\n")
-        file_start = False
+                at.layout = at.layout or parsed.layout
+                at.any_rows = True
+                yield parsed
+    except LineTooLong as e:
+        raise InputError(source, at.first_line, e.reason) from None
+    yield from _end_of_file(source, at)
+
+
+def _start(chunk: Chunk, source: str, at: _Reading) -> None:
+    """The checks of a file's first block: Parquet bytes are refused; a byte order mark is dropped
+    with a warning, which waits while only blanks follow it (:func:`_held_blank`)."""
+    if chunk.startswith(b"PAR1") and b"\0" in chunk.head(4096):
+        raise InputError(source, None, "Parquet data (it starts with PAR1), which is read from a file: give its "
+                         "path, named *.parquet (a file that starts with PAR1 but does not end with it is a "
+                         "truncated Parquet file)")
+    if chunk.startswith(BOM):
+        at.bom_blank = True
+
+
+def _held_blank(chunk: Chunk, source: str, at: _Reading) -> bool:
+    """For a file that starts with a byte order mark and, so far, blanks only: whether ``chunk``
+    holds blanks only too (then it is passed over, its lines counted: at the file's end such a
+    file is refused as empty, as trec_eval refuses it). Else the warning that the mark is dropped,
+    and a blank qrels line before is refused, as the line parser refuses it."""
+    skip = len(BOM) if at.file_start else 0
+    if not chunk.head(skip + 256)[skip:].strip() and not chunk.tobytes()[skip:].strip():  # blanks: C isspace
+        if at.kind == "qrels" and at.blank_line is None:
+            at.blank_line = at.first_line
+        at.first_line += chunk.count(b"\n")
+        at.file_start = False
+        return True
+    at.bom_blank = False
+    warnings.warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as part "
+                  f"of the first query id, which then matches no query)", RuntimeWarning, stacklevel=4)
+    if at.blank_line is not None:
+        raise lines.blank_qrels_line(source, at.blank_line)
+    return False
+
+
+def _parse(chunk: Chunk, source: str, at: _Reading) -> Parsed | None:
+    """One block parsed, by the columnar parser where it takes it, else by the line parser."""
+    if at.layout is None:
+        head = chunk.head(1 << 20)
+        if len(head) < len(chunk):
+            head = head[: head.rfind(b"\n") + 1]  # whole lines only
+        found = first_data_line(head, at.kind)
+        if found is not None:
+            at.layout = layout_for(at.kind, at.run_format, found[1])
+            at.delimiter = delimiter_of(*found) if at.columnar_ok else None
+    if at.delimiter is not None:
+        parsed = columnar.parse_block(chunk, at.layout, at.delimiter, at.file_start)
         if parsed is not None:
-            layout = layout or parsed.layout
-            any_rows = True
-            yield parsed
-    yield from _end_of_file(source, kind, run_format, comments, any_bytes, any_rows)
+            parsed.line = np.arange(at.first_line, at.first_line + len(parsed), dtype=np.int64)
+            at.first_line += len(parsed)
+            if at.comments is not None:
+                at.comments.after = False  # a block the columnar parser takes holds no comment line
+            return parsed
+    parsed = lines.parse_lines(chunk.tobytes(), source, at.kind, at.run_format, at.layout, at.first_line,
+                               at.file_start, at.comments)
+    at.first_line += chunk.count(b"\n")
+    return parsed
 
 
-def _end_of_file(source: str, kind: str, run_format: str, comments, any_bytes: bool, any_rows: bool):
+def _end_of_file(source: str, at: _Reading):
     """trec_eval's rules at a file's end: a qrels file may not end with a comment line (trec_eval
     10.0 crashes on it); a run with lines but no result line is a run that returned nothing (an
-    empty piece: every qrels query scores 0), where a file with no line at all is refused."""
-    if comments is not None and comments.after:
-        raise InputError(source, comments.line, "the qrels file ends with a comment line, on which trec_eval 10.0 "
+    empty piece: every qrels query scores 0), where a file with no line at all is refused, and so
+    is a file of a byte order mark and blanks (trec_eval: "Malformed line 1")."""
+    if at.bom_blank:
+        raise InputError(source, None, f"no {at.kind} lines found: the input is empty (a UTF-8 byte order mark "
+                         "and blanks only, which trec_eval refuses too: 'Malformed line 1')")
+    if at.comments is not None and at.comments.after:
+        raise InputError(source, at.comments.line, "the qrels file ends with a comment line, on which trec_eval 10.0 "
                          "crashes (it reads past the line); remove it, or put a judgment after it")
-    if kind == "run" and any_bytes and not any_rows:
+    if at.kind == "run" and at.any_bytes and not at.any_rows:
         warnings.warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
                       f"as trec_eval -c scores them", RuntimeWarning, stacklevel=3)
-        yield lines.Parsed.empty(LAYOUTS["msmarco" if run_format == "msmarco" else "trec"])
+        yield lines.Parsed.empty(LAYOUTS["msmarco" if at.run_format == "msmarco" else "trec"])
