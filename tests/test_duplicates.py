@@ -52,7 +52,7 @@ def test_the_check_finds_exactly_the_repeated_pairs(block):
 
 
 def _fast(qids: list[str], docs: list[str]) -> bool:
-    codes = group_codes(_strings(qids))[0]
+    codes = group_codes(_strings(qids)).codes
     return duplicates.distinct_within_queries(fingerprints(_strings(docs)), codes)
 
 

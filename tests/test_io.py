@@ -324,5 +324,5 @@ def test_duplicates_in_grouped_queries_of_several_small_sizes_are_found_exactly(
     assert ([False] * len(qids) if mask is None else mask.tolist()) == [counts[p] > 1 for p in pairs]
     # the fast check itself: it shows distinct docs exactly when there are (ids this short are
     # their own fingerprints), for grouped queries of any sizes
-    shown = duplicates.distinct_within_small_queries(fingerprints(docs), group_codes(qids)[0])
+    shown = duplicates.distinct_within_small_queries(fingerprints(docs), group_codes(qids).codes)
     assert shown == (len(qids) >= 2 and max(counts.values()) == 1)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import sizes as sizing
-from ..arrays.columns import from_numpy
+from ..arrays.columns import Groups, from_numpy
 from ..measures import Spec, family
 from ..measures.aggregate import Values
 from ..ranking import ranked as ranking
@@ -41,7 +41,7 @@ class Block:
 
 
 def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-                  groups: tuple | None = None, q_map: np.ndarray | None = None,
+                  groups: Groups | None = None, q_map: np.ndarray | None = None,
                   doc_fp: np.ndarray | None = None) -> Block:
     """Every spec's values for the run's queries, in work proportional to the run (not to the
     qrels). The run is joined once and ranked once per judged_only setting, only as deep as the
@@ -96,7 +96,7 @@ def covers_all(block: Block, nq: int) -> bool:
 
 
 def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-            groups: tuple | None = None, q_map: np.ndarray | None = None,
+            groups: Groups | None = None, q_map: np.ndarray | None = None,
             doc_fp: np.ndarray | None = None) -> dict[Spec, Values]:
     """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``): a
     query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
@@ -112,7 +112,8 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None =
 
 
 
-def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tuple | None = None) -> dict[Spec, Values]:
+def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec],
+                      groups: Groups | None = None) -> dict[Spec, Values]:
     """:func:`compute` of a whole run in memory (a DataFrame, or the reader's columns), cut into
     blocks of whole queries of about ``sizes.BLOCK_ROWS`` rows, ``sizes.WORKERS`` evaluated at once: the
     values of one block of the whole run, since each query's rows stay in one block (a run not
@@ -121,26 +122,27 @@ def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tup
     reported once, as :func:`compute` reports them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..arrays.columns import columns_of, group_codes, query_pieces, slice_groups
+    from ..arrays.columns import columns_of, group_codes, query_pieces
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
     specs = list(dict.fromkeys(specs))
     qids, docs, score = columns_of(run, "score")
     if len(score) <= sizing.BLOCK_ROWS:
         return compute(index, run, specs, groups=groups)
-    codes, uniques, sizes = groups if groups is not None else group_codes(qids)
+    groups = groups if groups is not None else group_codes(qids)
+    codes = groups.codes
     if np.any(codes[1:] < codes[:-1]):
-        return compute(index, run, specs, groups=(codes, uniques, sizes))  # not grouped by query
+        return compute(index, run, specs, groups=groups)  # not grouped by query
     counts: list = []
 
     def block(bounds: tuple[int, int, int, int]) -> Block:
         lo, hi, a, b = bounds
         piece = Parsed(LAYOUTS["trec"], qids.slice(a, b - a), docs.slice(a, b - a), score[a:b], None)
-        return compute_block(index, piece, specs, counts, slice_groups((codes, uniques, sizes), lo, hi, a, b))
+        return compute_block(index, piece, specs, counts, groups.slice(lo, hi, a, b))
 
     out = empty_values(index, specs)
     with ThreadPoolExecutor(max_workers=sizing.WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
-        for result in pool.map(block, query_pieces(sizes, sizing.BLOCK_ROWS)):
+        for result in pool.map(block, query_pieces(groups.sizes, sizing.BLOCK_ROWS)):
             scatter(out, result)
     ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
     return out

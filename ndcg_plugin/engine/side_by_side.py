@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import sizes
-from ..arrays.columns import fingerprints, group_codes, query_pieces, slice_groups
+from ..arrays.columns import Groups, fingerprints, group_codes, query_pieces
 from ..errors import InputError
 from ..ranking import ranked as ranking
 from ..ranking.qrels_index import QrelsIndex
@@ -95,22 +95,21 @@ class _Piece:
     :func:`~ndcg_plugin.arrays.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
     a query's code is its position among the block's queries."""
 
-    def __init__(self, parsed: Parsed, order: _Order, groups: tuple, doc_fp: np.ndarray):
-        codes, uniques, sizes = groups
-        self.parsed, self.groups, self.doc_fp, self.keys = parsed, groups, doc_fp, order.keys(uniques)
-        self.starts = np.cumsum(sizes) - sizes
+    def __init__(self, parsed: Parsed, order: _Order, groups: Groups, doc_fp: np.ndarray):
+        self.parsed, self.groups, self.doc_fp, self.keys = parsed, groups, doc_fp, order.keys(groups.uniques)
+        self.starts = np.cumsum(groups.sizes) - groups.sizes
 
-    def split(self, last: Any) -> tuple[tuple[Parsed, tuple, np.ndarray], _Piece | None]:
+    def split(self, last: Any) -> tuple[tuple[Parsed, Groups, np.ndarray], _Piece | None]:
         """((the rows of the queries up to ``last``, their groups, their doc fingerprints), the rest
         as a piece, or None)."""
         count = int(pc.sum(pc.less_equal(self.keys, last)).as_py() or 0)
         if count == len(self.keys):
             return (self.parsed, self.groups, self.doc_fp), None
         at, n = int(self.starts[count]), len(self.parsed)
-        head = (_slice(self.parsed, 0, at), slice_groups(self.groups, 0, count, 0, at), self.doc_fp[:at])
+        head = (_slice(self.parsed, 0, at), self.groups.slice(0, count, 0, at), self.doc_fp[:at])
         self.parsed, self.keys, self.starts = _slice(self.parsed, at, n), self.keys.slice(count), \
             self.starts[count:] - at
-        self.groups = slice_groups(self.groups, count, len(self.groups[2]), at, n)
+        self.groups = self.groups.slice(count, len(self.groups.sizes), at, n)
         self.doc_fp = self.doc_fp[at:]
         return head, self
 
@@ -119,16 +118,6 @@ def _one_run_each(codes: np.ndarray) -> bool:
     """Whether each query is one run of rows: group codes (numbered by first appearance) that never
     go down."""
     return len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1]))
-
-
-def _joined(groups: list[tuple]) -> tuple:
-    """The group codes of blocks put one after the other, when no query is in two of them (the
-    pieces of one sorted file): each block's codes shifted by the queries before it."""
-    offsets = np.cumsum([0] + [len(u) for _, u, _ in groups[:-1]])
-    dtype = np.int32 if int(offsets[-1]) + len(groups[-1][1]) < 2**31 else np.int64
-    codes = np.concatenate([c.astype(dtype) + dtype(o) for (c, _, _), o in zip(groups, offsets, strict=True)])
-    uniques = pa.concat_arrays([u if isinstance(u, pa.Array) else u.combine_chunks() for _, u, _ in groups])
-    return codes, uniques, np.concatenate([s for _, _, s in groups])
 
 
 def _slice(p: Parsed, lo: int, hi: int) -> Parsed:
@@ -144,12 +133,12 @@ class _Prepared:
     def __init__(self, raw: Parsed, duplicates: str, source: str):
         self.groups = group_codes(raw.query_id)
         self.kept, self.kept_groups, self.doc_fp, self.error = raw, self.groups, None, None
-        self.grouped = _one_run_each(self.groups[0])  # each query one run of rows
+        self.grouped = _one_run_each(self.groups.codes)  # each query one run of rows
         if not self.grouped:
             return  # the consumer declines the side by side for this block
         self.doc_fp = fingerprints(raw.doc_id)
         try:
-            self.kept = resolve_duplicates(raw, "qrels", duplicates, source, q_codes=self.groups[0],
+            self.kept = resolve_duplicates(raw, "qrels", duplicates, source, q_codes=self.groups.codes,
                                            docs_fp=self.doc_fp)
         except InputError as e:
             self.error = e
@@ -183,7 +172,7 @@ class _Qrels:
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
         self.first: _Prepared | None = None
-        self.first_groups: tuple | None = None
+        self.first_groups: Groups | None = None
         self.first_grouped = False
         self.last: Any = None
 
@@ -200,7 +189,7 @@ class _Qrels:
             if self.first is None:
                 raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
             self.first_groups, self.first_grouped = self.first.groups, self.first.grouped
-        return self.first_groups[1]
+        return self.first_groups.uniques
 
     def sorted_at_start(self) -> bool:
         """Whether the first block is grouped by query, the queries increasing in byte order or as
@@ -229,7 +218,7 @@ class _Qrels:
             self.last = piece.keys[len(piece.keys) - 1]
         return piece
 
-    def through(self, last: Any | None) -> tuple[Parsed, tuple | None, np.ndarray | None]:
+    def through(self, last: Any | None) -> tuple[Parsed, Groups | None, np.ndarray | None]:
         """The qrels rows of the queries up to ``last`` (every remaining one for None), their
         group codes and their doc ids' fingerprints (None for no row)."""
         taken = []
@@ -248,7 +237,7 @@ class _Qrels:
         if len(taken) == 1:
             return taken[0]
         parsed, groups, doc_fp = zip(*taken, strict=True)
-        return concat(list(parsed)), _joined(list(groups)), np.concatenate(doc_fp)
+        return concat(list(parsed)), Groups.joined(list(groups)), np.concatenate(doc_fp)
 
     def drain(self) -> None:
         """Read the rest of the qrels for their errors only."""
@@ -287,27 +276,27 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
             close()
 
 
-def cut_in_pieces(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
+def cut_in_pieces(part: Parsed, groups: Groups) -> list[tuple[Parsed, Groups]]:
     """A block of whole queries (each one run of rows) with its group codes, cut at query
     boundaries into pieces of about ``sizes.PIECE_ROWS`` rows (one piece for a block of no more),
     each with its group codes cut as the rows are."""
-    if len(part) <= sizes.PIECE_ROWS or len(groups[2]) < 2:
+    if len(part) <= sizes.PIECE_ROWS or len(groups.sizes) < 2:
         return [(part, groups)]
-    return [(_slice(part, a, b), slice_groups(groups, lo, hi, a, b))
-            for lo, hi, a, b in query_pieces(groups[2], sizes.PIECE_ROWS)]
+    return [(_slice(part, a, b), groups.slice(lo, hi, a, b))
+            for lo, hi, a, b in query_pieces(groups.sizes, sizes.PIECE_ROWS)]
 
 
-def _block(mine: tuple, part: Parsed, groups: tuple, run_source: str, specs: list, counts: list,
+def _block(mine: tuple, part: Parsed, groups: Groups, run_source: str, specs: list, counts: list,
            duplicates: str) -> tuple:
     """One block of whole queries against the qrels of its queries (``mine``: the rows, their group
     codes and doc fingerprints): (the qrels' query ids, every spec's values), or the duplicate
     policy's InputError. Runs on a worker thread."""
     doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
     index = QrelsIndex(mine[0], groups=mine[1], doc_fp=mine[2])
-    q_map = index.code_of(groups[1])
+    q_map = index.code_of(groups.uniques)
     # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
-    table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
-                               only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
+    table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups.codes,
+                               only=(q_map >= 0)[groups.codes], docs_fp=doc_fp)
     whole = len(table) == len(part)  # else the engine recomputes what depends on the rows
     return index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
                                             q_map if whole else None, doc_fp if whole else None)
@@ -336,16 +325,16 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
                 if len(whole) == 0:
                     continue  # a run with no result line: its qrels queries are evaluated at the end
                 whole_groups = group_codes(whole.query_id)
-                if not _one_run_each(whole_groups[0]):
+                if not _one_run_each(whole_groups.codes):
                     raise Unsorted()  # a query's rows in two places: not grouped by query
                 if order is None:
-                    order = qrels.order = _Order.of(whole_groups[1], qrels.first_ids())
-                keys = order.keys(whole_groups[1])
+                    order = qrels.order = _Order.of(whole_groups.uniques, qrels.first_ids())
+                keys = order.keys(whole_groups.uniques)
                 if not order.increasing(keys, last):
                     raise Unsorted()
                 last, seen = keys[len(keys) - 1], 0
                 for part, groups in cut_in_pieces(whole, whole_groups):
-                    seen += len(groups[1])
+                    seen += len(groups.uniques)
                     mine = qrels.through(keys[seen - 1])
                     if pending_error is not None:
                         continue  # only parse on: a bad line later in the run is reported first

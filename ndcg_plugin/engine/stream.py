@@ -146,14 +146,14 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
     for part in complete_queries(pieces):
         any_rows = True
         groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
-        q_map = index.code_of(groups[1])
-        seen.check(groups[1], q_map)
+        q_map = index.code_of(groups.uniques)
+        seen.check(groups.uniques, q_map)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
         doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
         try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
-            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0],
-                                       only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
+            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups.codes,
+                                       only=(q_map >= 0)[groups.codes], docs_fp=doc_fp)
         except InputError as e:
             pending_error = e
             continue

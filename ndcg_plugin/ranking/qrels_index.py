@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ..arrays import speedups
 from ..arrays.columns import (
+    Groups,
     as_arrow_strings,
     columns_of,
     factorize,
@@ -77,7 +78,7 @@ def in_runs(q: np.ndarray, haystack: int) -> bool:
     return bool(np.all(q[1:] >= q[:-1]))
 
 
-def _sorted_codes(qids: pa.ChunkedArray, groups: tuple | None = None) -> tuple[pa.Array, np.ndarray]:
+def _sorted_codes(qids: pa.ChunkedArray, groups: Groups | None = None) -> tuple[pa.Array, np.ndarray]:
     """(the distinct ids in code point (UTF-8 byte) order, each row's position there): one hash
     pass over the runs of equal ids (qrels are grouped by query), and no sort when the ids come
     sorted already. ``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of ``qids``, when the
@@ -109,7 +110,7 @@ class QrelsIndex:
     (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
-    def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
+    def __init__(self, qrels: Any, exact: bool = False, groups: Groups | None = None,
                  doc_fp: np.ndarray | None = None):
         """``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of the qrels' query ids, and
         ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrays import speedups
-from ..arrays.columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
+from ..arrays.columns import Groups, as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
 
@@ -155,7 +155,7 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None,
+def join(index: QrelsIndex, run, counts: list | None = None, groups: Groups | None = None,
          q_map: np.ndarray | None = None, doc_fp: np.ndarray | None = None, depth: int | None = None) -> Rows:
     """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
     are reported (a warning), or counted into ``counts`` as (unmatched, total) when given.

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays.columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
+from ..arrays.columns import Groups, as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
 from ..sizes import BLOCK_BYTES
 from . import sources
@@ -149,7 +149,7 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
                  duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None,
-                 queries: Any = None) -> tuple[Any, tuple | None]:
+                 queries: Any = None) -> tuple[Any, Groups | None]:
     """As :func:`read`, with :func:`ndcg_plugin.arrays.columns.group_codes` of the table's query ids,
     computed once for the duplicate check and handed back for the engine (``engine.compute(...,
     groups=)``); None when the duplicate policy dropped rows (the engine then computes them).
@@ -160,9 +160,9 @@ def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str
     only = None
     if queries is not None:
         import pyarrow.compute as pc
-        only = to_numpy(pc.is_in(groups[1], value_set=as_arrow_strings(queries).combine_chunks())
-                        ).astype(bool)[groups[0]]
-    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0], only=only)
+        only = to_numpy(pc.is_in(groups.uniques, value_set=as_arrow_strings(queries).combine_chunks())
+                        ).astype(bool)[groups.codes]
+    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups.codes, only=only)
     return out, (groups if len(out) == len(table) else None)
 
 

@@ -246,7 +246,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
                  rt.column("s").to_numpy(), None)
     groups, doc_fp = group_codes(run.query_id), fingerprints(run.doc_id)  # for the checks and the engine
     qrels, kept, x, dup_qrels, dup_run, doubtful = _applied(duplicates, qrels, run, rt.column("x").to_numpy(),
-                                                            (groups[0], doc_fp))
+                                                            (groups.codes, doc_fp))
     if kept is not run:  # duplicates='max' dropped rows
         run, groups, doc_fp = kept, group_codes(kept.query_id), None
     codes, run_ids, sizes = groups
