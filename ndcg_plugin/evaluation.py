@@ -141,9 +141,9 @@ def _is_regular_file(path: Any) -> bool:
     return isinstance(path, (str, os.PathLike)) and str(path) != "-" and os.path.isfile(path)
 
 
-def engine_values(index, run, measures: Iterable, groups: tuple | None = None, duplicates: str = "error") -> dict:
+def engine_values(index, run, measures: Iterable, duplicates: str = "error") -> dict:
     """The engine's per-query values (``aggregate.Values`` over ``index.qids``) of each measure on
-    a run table (``groups``: its ``columns.group_codes``, if the reader gave them) or a run file
+    a run table (or the reader's :class:`~ndcg_plugin.arrays.block.Block` of one) or a run file
     opened for streaming (:class:`ndcg_plugin.reading.ahead.RunFile`)."""
     from .engine import block as engine
     from .reading.ahead import RunFile
@@ -152,7 +152,7 @@ def engine_values(index, run, measures: Iterable, groups: tuple | None = None, d
         from .engine.stream import compute_file
         results = compute_file(index, run, specs.values(), duplicates=duplicates)
     else:
-        results = engine.compute_in_blocks(index, run, specs.values(), groups=groups)
+        results = engine.compute_in_blocks(index, run, specs.values())
     return {m: results[s] for m, s in specs.items()}
 
 
@@ -271,17 +271,18 @@ class Evaluation:
         if self.mine:
             from .ranking.qrels_index import QrelsIndex
             index = QrelsIndex(qrels)
-        run, groups = self.run, None
+        run = engine_run = self.run  # the reader hands the engine the table's block (its group codes)
         if not self.streams and reading.is_file_like(run):
             # a repeated pair counts only in a query the qrels hold, as trec_eval
             queries = index.qid_values if index is not None else qrels_queries(qrels)
-            run, groups = reading.read_grouped(run, "run", run_format=self.options.run_format,
-                                               duplicates=self.options.duplicates, progress=self.options.progress,
-                                               columns=self.options.run_columns,
-                                               queries=queries)
+            engine_run = reading.read_grouped(run, "run", run_format=self.options.run_format,
+                                              duplicates=self.options.duplicates, progress=self.options.progress,
+                                              columns=self.options.run_columns,
+                                              queries=queries)
+            run = engine_run.rows
         out = Results(self.measures, {})
         if index is not None:
-            out.values = engine_values(index, run, self.mine, groups, self.options.duplicates)
+            out.values = engine_values(index, engine_run, self.mine, self.options.duplicates)
             out.query_ids = list(index.qids)
             out.aggregates.update(aggregate(out.values))
         if self.others:

@@ -88,6 +88,14 @@ def as_arrow_strings(values: Any) -> pa.ChunkedArray:
     return arr
 
 
+def ids_of(table, column: str) -> Any:
+    """A table's ``query_id`` or ``doc_id`` column: the reader's columns' as they are (Arrow arrays),
+    a DataFrame's as Arrow strings."""
+    if hasattr(table, "layout"):  # the reader's columns
+        return getattr(table, column)
+    return as_arrow_strings(table[column].array)
+
+
 def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
     """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read` (value
     column ``value``), or the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`),
