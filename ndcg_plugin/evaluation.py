@@ -103,9 +103,9 @@ def _is_regular_file(path: Any) -> bool:
     return isinstance(path, (str, os.PathLike)) and str(path) != "-" and os.path.isfile(path)
 
 
-def engine_values(index, run, measures: Iterable, groups: tuple | None = None, duplicates: str = "error") -> dict:
+def engine_values(index, run, measures: Iterable, duplicates: str = "error") -> dict:
     """The engine's per-query values (``aggregate.Values`` over ``index.qids``) of each measure on
-    a run table (``groups``: its ``columns.group_codes``, if the reader gave them) or a run file
+    a run table (or the reader's :class:`~ndcg_plugin.arrays.block.Block` of one) or a run file
     opened for streaming (:class:`ndcg_plugin.reading.ahead.RunFile`)."""
     from .engine import block as engine
     from .reading.ahead import RunFile
@@ -114,7 +114,7 @@ def engine_values(index, run, measures: Iterable, groups: tuple | None = None, d
         from .engine.stream import compute_file
         results = compute_file(index, run, specs.values(), duplicates=duplicates)
     else:
-        results = engine.compute_in_blocks(index, run, specs.values(), groups=groups)
+        results = engine.compute_in_blocks(index, run, specs.values())
     return {m: results[s] for m, s in specs.items()}
 
 
@@ -333,15 +333,16 @@ class Evaluation:
         from . import reading
         qrels = self.qrels
         index = self.index if self._engine else None
-        groups = None
+        engine_run = run  # the reader hands the engine the table's block (its group codes)
         if whole and reading.is_file_like(run):
             # a repeated pair counts only in a query the qrels hold, as trec_eval
             o = self._options
-            run, groups = reading.read_grouped(run, "run", run_format=o.run_format, duplicates=o.duplicates,
-                                               progress=o.progress, columns=o.run_columns, queries=self.queries)
+            engine_run = reading.read_grouped(run, "run", run_format=o.run_format, duplicates=o.duplicates,
+                                              progress=o.progress, columns=o.run_columns, queries=self.queries)
+            run = engine_run.rows
         out = Results(list(self._measures), {})
         if index is not None:
-            out.values = engine_values(index, run, self._engine, groups, self._options.duplicates)
+            out.values = engine_values(index, engine_run, self._engine, self._options.duplicates)
             out.query_ids = list(index.qids)
             out.aggregates.update(aggregate(out.values))
         if self._others:

@@ -171,9 +171,9 @@ class NdcgPluginEvaluator(Evaluator):
     def values(self, run) -> dict:
         """Per-query values for each measure, as ``aggregate.Values`` aligned with ``self.index.qids``."""
         from . import reading  # imported on use: `import ndcg_plugin` stays light
-        table, groups = reading.read_grouped(run, "run", run_format=self.provider.run_format,
-                                             duplicates=self.provider.duplicates, queries=self.index.qid_values)
-        return evaluation.engine_values(self.index, table, self.measures, groups)
+        block = reading.read_grouped(run, "run", run_format=self.provider.run_format,
+                                     duplicates=self.provider.duplicates, queries=self.index.qid_values)
+        return evaluation.engine_values(self.index, block, self.measures)
 
     def iter_calc(self, run) -> Iterator[Metric]:
         # not Evaluator.iter_calc: it would fill the queries metrics() leaves out with the

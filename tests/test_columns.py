@@ -17,7 +17,6 @@ from ndcg_plugin.arrays.columns import (
     group_codes,
     heads,
     query_pieces,
-    slice_groups,
     to_numpy,
 )
 
@@ -99,8 +98,8 @@ def test_group_codes_equal_pandas_factorize_and_the_hashed_way(ids):
     assert uniques.to_pylist() == expected_uniques.tolist()
     assert sizes.tolist() == np.bincount(expected_codes, minlength=len(expected_uniques)).tolist()
     hashed = group_codes(ids, hash_always=True)
-    assert codes.tolist() == hashed[0].tolist() and codes.dtype == hashed[0].dtype
-    assert uniques.equals(hashed[1]) and sizes.tolist() == hashed[2].tolist()
+    assert codes.tolist() == hashed.codes.tolist() and codes.dtype == hashed.codes.dtype
+    assert uniques.equals(hashed.uniques) and sizes.tolist() == hashed.sizes.tolist()
 
 
 @settings(max_examples=300, deadline=None)
@@ -129,7 +128,7 @@ def test_query_pieces_cut_whole_queries_into_about_equal_shares(sizes, max_rows)
     """query_pieces (the side by side's pieces, compute_in_blocks' blocks) against its definition:
     whole queries, in order, every row once, as many pieces as max_rows-row pieces would need (or
     fewer, where a query is longer than a share), each at most a share plus one query; and
-    slice_groups gives each piece's rows the codes group_codes gives them alone."""
+    Groups.slice gives each piece's rows the codes group_codes gives them alone."""
     sizes = np.array(sizes)
     pieces = query_pieces(sizes, max_rows)
     total, ends = int(sizes.sum()), np.cumsum(sizes)
@@ -145,5 +144,6 @@ def test_query_pieces_cut_whole_queries_into_about_equal_shares(sizes, max_rows)
                                      type=pa.large_string())])
     groups = group_codes(ids)
     for lo, hi, a, b in pieces:
-        got, alone = slice_groups(groups, lo, hi, a, b), group_codes(ids.slice(a, b - a))
-        assert got[0].tolist() == alone[0].tolist() and got[1].equals(alone[1]) and got[2].tolist() == alone[2].tolist()
+        got, alone = groups.slice(lo, hi, a, b), group_codes(ids.slice(a, b - a))
+        assert got.codes.tolist() == alone.codes.tolist() and got.uniques.equals(alone.uniques)
+        assert got.sizes.tolist() == alone.sizes.tolist()

@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ndcg_plugin.arrays.block import Block
 from ndcg_plugin.arrays.columns import fingerprints, group_codes
 from ndcg_plugin.reading import duplicates
+from ndcg_plugin.reading.formats import LAYOUTS
+from ndcg_plugin.reading.lines import Parsed
 
 
 def _strings(values: list[str]) -> pa.ChunkedArray:
@@ -24,8 +27,13 @@ def _oracle(qids: list[str], docs: list[str]) -> list[bool]:
     return [counts[pair] > 1 for pair in zip(qids, docs, strict=True)]
 
 
+def _block(qids: list[str], docs: list[str]) -> Block:
+    """The block of rows with these ids (the reader's columns; the values are not read)."""
+    return Block.of(Parsed(LAYOUTS["trec"], _strings(qids), _strings(docs), np.zeros(len(qids)), None))
+
+
 def _mask(qids: list[str], docs: list[str]) -> list[bool]:
-    mask = duplicates.mask_of(_strings(qids), _strings(docs))
+    mask = duplicates.mask_of(_block(qids, docs))
     return [False] * len(qids) if mask is None else mask.tolist()
 
 
@@ -52,7 +60,7 @@ def test_the_check_finds_exactly_the_repeated_pairs(block):
 
 
 def _fast(qids: list[str], docs: list[str]) -> bool:
-    codes = group_codes(_strings(qids))[0]
+    codes = group_codes(_strings(qids)).codes
     return duplicates.distinct_within_queries(fingerprints(_strings(docs)), codes)
 
 

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 import ndcg_plugin
 from ndcg_plugin import HitRate, HitRate_item, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
+from ndcg_plugin.arrays.block import Block
+from ndcg_plugin.engine.block import Unmatched
 from tests.helpers import both_ways, qrels_df, ranked, run_df
 
 
@@ -306,7 +308,7 @@ def test_a_run_in_blocks_gives_the_values_of_one_block(monkeypatch, judgments, r
     index = QrelsIndex(qrels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        whole = engine.compute(index, run, specs, counts=[])
+        whole = engine.compute(index, run, specs, counts=Unmatched())
         monkeypatch.setattr(sizes, "BLOCK_ROWS", block_rows)
         blocks = engine.compute_in_blocks(index, run, specs)
     for spec in specs:
@@ -345,8 +347,8 @@ def test_a_block_of_every_qrels_query_gives_the_values_scattered_over_the_empty_
     specs = [spec_of(m) for m in measures]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = engine.compute(index, run, specs, counts=[])
-        block = engine.compute_block(index, run, specs, counts=[])
+        got = engine.compute(index, run, specs, counts=Unmatched())
+        block = engine.compute_block(index, Block.of(run), specs)
     assert engine.covers_all(block, index.nq) == (every or len(block.codes) == index.nq)
     expected = engine.empty_values(index, specs)
     engine.scatter(expected, block)

@@ -11,6 +11,7 @@ import pytest
 from ndcg_plugin.cli.commands import main
 from ndcg_plugin.cli.explain import explain
 from ndcg_plugin.engine import block as engine
+from ndcg_plugin.engine.block import Unmatched
 from ndcg_plugin.measures import spec_of
 from tests.helpers import qrels_df, run_df
 
@@ -95,7 +96,7 @@ def test_explain_numbers_are_engine_compute_numbers(seed):
     for text in EXPLAINED:
         measure = ir_measures.parse_measure(text)
         spec = spec_of(measure)
-        values = engine.compute(index, run, [spec], counts=[])[spec]
+        values = engine.compute(index, run, [spec], counts=Unmatched())[spec]
         for i, q in enumerate(index.qids):
             e = explain(qrels, run, q, measure)
             expected = values.values[i]

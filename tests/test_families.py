@@ -15,6 +15,7 @@ import ndcg_plugin
 from ndcg_plugin.cli.explain import explain
 from ndcg_plugin.docs import measures_markdown
 from ndcg_plugin.engine import block as engine
+from ndcg_plugin.engine.block import Unmatched
 from ndcg_plugin.engine.stream import compute_file
 from ndcg_plugin.errors import Unsupported
 from ndcg_plugin.evaluation import Evaluation, route
@@ -45,7 +46,7 @@ def test_every_family_lists_a_measure_for_each_of_its_variants():
 def test_every_backend_computes_every_variant(measure, tmp_path):
     spec = spec_of(measure)
     index = engine.QrelsIndex(QRELS)
-    local = engine.compute(index, RUN, [spec], counts=[])[spec]
+    local = engine.compute(index, RUN, [spec], counts=Unmatched())[spec]
     (tmp_path / "run").write_text(RUN_TEXT)
     streamed = compute_file(index, str(tmp_path / "run"), [spec], block_bytes=32)[spec]
     np.testing.assert_array_equal(local.values, streamed.values)
@@ -122,7 +123,7 @@ def test_a_toy_family_is_computed_by_the_local_engine_and_refused_by_name_elsewh
     expected = [0.0, 0.5, 0.0]
     spec = spec_of(measure)
     index = engine.QrelsIndex(QRELS)
-    assert engine.compute(index, RUN, [spec], counts=[])[spec].values.tolist() == expected
+    assert engine.compute(index, RUN, [spec], counts=Unmatched())[spec].values.tolist() == expected
     (tmp_path / "run").write_text(RUN_TEXT)
     assert compute_file(index, str(tmp_path / "run"), [spec])[spec].values.tolist() == expected
     assert Evaluation([measure], qrels=QRELS).compute(RUN).aggregates[measure] == pytest.approx(1 / 6)
@@ -147,7 +148,7 @@ def test_an_unregistered_family_is_refused_by_every_backend(tmp_path):
     spec = Spec("toy_precision", "plain", 2)
     index = engine.QrelsIndex(QRELS)
     with pytest.raises(Unsupported, match="no measure family 'toy_precision'"):
-        engine.compute(index, RUN, [spec], counts=[])
+        engine.compute(index, RUN, [spec], counts=Unmatched())
     with pytest.raises(Unsupported, match="no measure family 'toy_precision'"):
         spec_of(TOY @ 2)
     (tmp_path / "run").write_text(RUN_TEXT)
@@ -166,7 +167,7 @@ def _variant(name: str, variant: str) -> PluginMeasure:
 def test_an_unknown_variant_is_refused_by_name_not_computed_as_another(name):
     spec = Spec(name, "cubic", 3)
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):
-        engine.compute(engine.QrelsIndex(QRELS), RUN, [spec], counts=[])
+        engine.compute(engine.QrelsIndex(QRELS), RUN, [spec], counts=Unmatched())
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):
         spec_of(_variant(name, "cubic"))
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):

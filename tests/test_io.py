@@ -310,19 +310,23 @@ def test_duplicates_in_grouped_queries_of_several_small_sizes_are_found_exactly(
     # the small-queries check (each size's queries sorted row by row) against counting the pairs
     from collections import Counter
 
+    import numpy as np
     import pyarrow as pa
 
     from ndcg_plugin.arrays.columns import fingerprints, group_codes
     from ndcg_plugin.reading import duplicates
+    from ndcg_plugin.reading.formats import LAYOUTS
+    from ndcg_plugin.reading.lines import Parsed
 
     qids = [f"q{i}" for i, docs in enumerate(queries) for _ in docs]
     docs = [d for ds in queries for d in ds]
     pairs = list(zip(qids, docs, strict=True))
     counts = Counter(pairs)
-    mask = duplicates.mask_of(pa.chunked_array([pa.array(qids, type=pa.large_string())]),
-                              pa.chunked_array([pa.array(docs, type=pa.large_string())]))
+    columns = Parsed(LAYOUTS["trec"], pa.chunked_array([pa.array(qids, type=pa.large_string())]),
+                     pa.chunked_array([pa.array(docs, type=pa.large_string())]), np.zeros(len(qids)), None)
+    mask = duplicates.duplicate_mask(columns)
     assert ([False] * len(qids) if mask is None else mask.tolist()) == [counts[p] > 1 for p in pairs]
     # the fast check itself: it shows distinct docs exactly when there are (ids this short are
     # their own fingerprints), for grouped queries of any sizes
-    shown = duplicates.distinct_within_small_queries(fingerprints(docs), group_codes(qids)[0])
+    shown = duplicates.distinct_within_small_queries(fingerprints(docs), group_codes(qids).codes)
     assert shown == (len(qids) >= 2 and max(counts.values()) == 1)

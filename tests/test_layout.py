@@ -145,7 +145,7 @@ def test_no_module_or_test_uses_another_modules_private_names():
 # folder is one node; a module at the package root is one node.
 LAYERS = [
     {"errors", "version", "formatting", "sizes"},  # names every module shares, how a number prints, block sizes
-    {"arrays"},                                # column helpers, exact sums, the C loops
+    {"arrays"},                                # column helpers, a block of rows and its codes, exact sums, the C loops
     {"reading", "ranking"},                    # every input to columns; a run ranked as trec_eval ranks it
     {"measures"},                              # specifications, the families, values and aggregators
     {"engine", "datasets", "docs", "routing"},  # blocks evaluated, streamed; ir-datasets; the docs page; who
@@ -273,3 +273,36 @@ def test_the_architecture_page_lists_the_layers_the_test_checks():
 def test_the_layers_table_reader_can_fail():
     table = "| 0 | `errors.py`, `arrays/` | x |\n| 1 | `cli/` | y |\n"
     assert _documented_layers(table) == [{"errors", "arrays"}, {"cli"}]
+
+
+# Values computed once for a block of rows travel with it (ndcg_plugin.arrays.block.Block), not as
+# loose parameters handed from function to function: at most this many functions take each.
+CARRIED = ("groups", "doc_fp", "docs_fp", "q_codes", "q_map", "counts")
+CARRIED_LIMIT = 3
+
+
+def _takers(trees: dict[str, ast.Module], names: tuple[str, ...]) -> dict[str, list[str]]:
+    """{name: the functions (``module:line function``) with a parameter of that name}."""
+    out: dict[str, list[str]] = {name: [] for name in names}
+    for module, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]:
+                    if arg.arg in out:
+                        out[arg.arg].append(f"{module}:{node.lineno} {getattr(node, 'name', 'lambda')}")
+    return out
+
+
+def test_few_functions_take_a_precomputed_value_of_a_block_as_a_parameter():
+    found = _takers({_name(p): _tree(p) for p in MODULES}, CARRIED)
+    assert {name: places for name, places in found.items() if len(places) > CARRIED_LIMIT} == {}
+
+
+def test_the_parameter_count_can_fail():
+    code = ("def a(groups, doc_fp=None): pass\ndef b(x, *, groups): pass\nf = lambda groups: groups\n"
+            "class C:\n    def m(self, groups, counts): pass\n")
+    found = _takers({"m": ast.parse(code)}, ("groups", "doc_fp", "counts", "q_map"))
+    assert {name: len(places) for name, places in found.items()} == {"groups": 4, "doc_fp": 1, "counts": 1,
+                                                                       "q_map": 0}
+    assert found["groups"] == ["m:1 a", "m:2 b", "m:3 lambda", "m:5 m"]

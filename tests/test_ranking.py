@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ndcg_plugin.arrays.block import Block
 from ndcg_plugin.measures import Spec, family
 from ndcg_plugin.measures.ndcg import log2_discounts
 from ndcg_plugin.ranking import ranked as ranking
@@ -40,7 +41,7 @@ def ranked_runs(draw):
 
 
 def _ranked(index, rows, depth):
-    return ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index)
+    return ranking.rank_rows(ranking.join(index, Block.of(run_df(rows))), depth, index)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -48,7 +49,7 @@ def _ranked(index, rows, depth):
 def test_a_ranked_run_is_ranked_in_place_as_the_sort_would_rank_it(case, depth):
     qrels, run, shuffled = case
     index = QrelsIndex(qrels_df(qrels))
-    rows = ranking.join(index, run_df(run), counts=[])
+    rows = ranking.join(index, Block.of(run_df(run)))
     assert ranking.is_ranked(rows.group, rows.score)  # the in-place way is the one tested
     in_place, sorted_ = _ranked(index, run, depth), _ranked(index, shuffled, depth)
     # local query codes follow each file's order of queries: compare by qrels code
@@ -121,21 +122,21 @@ def test_a_ranked_run_cut_as_it_is_joined_ranks_as_the_whole_run(case, depth, da
         run = run[:i] + [(f"x{k}", "d1", 9.0), (f"x{k}", "d2", 9.0), (f"x{k}", "d3", 1.0)] + run[i:]
     index = QrelsIndex(qrels_df(qrels))
     for rows in (run, shuffled):  # a ranked run is cut; the shuffled one is joined whole either way
-        cut = ranking.join(index, run_df(rows), counts=[], depth=depth)
-        whole = ranking.join(index, run_df(rows), counts=[])
+        cut = ranking.join(index, Block.of(run_df(rows)), depth=depth)
+        whole = ranking.join(index, Block.of(run_df(rows)))
         assert whole.cut is None and cut.cut in (None, depth)
         a, b = ranking.rank_rows(cut, depth, index), ranking.rank_rows(whole, depth, index)
         for name in ("q", "rank", "rel", "judged", "score", "returned", "codes", "pool_q", "pool_rel"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         assert a.nq == b.nq
     if any(len([r for r in run if r[0] == q]) > depth for q in {r[0] for r in run}):
-        assert ranking.join(index, run_df(run), counts=[], depth=depth).cut == depth  # the cut way was tested
+        assert ranking.join(index, Block.of(run_df(run)), depth=depth).cut == depth  # the cut way was tested
 
 
 def test_rows_cut_at_a_depth_refuse_a_deeper_ranking_and_a_subset():
     index = QrelsIndex(qrels_df([("q1", "d1", 1)]))
     run = [("q1", f"d{i}", 10.0 - i) for i in range(6)]
-    rows = ranking.join(index, run_df(run), counts=[], depth=2)
+    rows = ranking.join(index, Block.of(run_df(run)), depth=2)
     assert rows.cut == 2 and len(rows.group) == 2 and rows.returned().tolist() == [6]
     for deeper in (3, None):
         with pytest.raises(ValueError, match="cut at depth 2"):
@@ -168,8 +169,8 @@ def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
     index = QrelsIndex(qrels_df(qrels))
     rows = other if shuffled else run
     depth = 5
-    whole = ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index)
-    strict = ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index, whole_ties=False)
+    whole = ranking.rank_rows(ranking.join(index, Block.of(run_df(rows))), depth, index)
+    strict = ranking.rank_rows(ranking.join(index, Block.of(run_df(rows))), depth, index, whole_ties=False)
     assert strict.ranks_held() <= depth and len(strict.rank) <= len(whole.rank)
     for ranked in (whole, strict):
         assert np.all(ranked.q[1:] >= ranked.q[:-1])
@@ -179,7 +180,7 @@ def test_rows_tied_below_the_depth_change_no_trec_order_value(case, shuffled):
     # the variants of a family share what they compute alike on one ranking (RankedRun.memo): each
     # variant alone on a fresh ranking gives the same values as all of them on one
     shared = [_values(index, strict, spec) for spec in SHARING_SPECS]
-    alone = [_values(index, ranking.rank_rows(ranking.join(index, run_df(rows), counts=[]), depth, index,
+    alone = [_values(index, ranking.rank_rows(ranking.join(index, Block.of(run_df(rows))), depth, index,
                                               whole_ties=False), spec) for spec in SHARING_SPECS]
     assert shared == alone
     perm = np.random.default_rng(len(whole.q)).permutation(len(whole.q))  # rows not by query: minimum.at

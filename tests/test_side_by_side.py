@@ -239,4 +239,4 @@ def test_blocks_cut_in_pieces_print_what_whole_blocks_print(monkeypatch, tmp_pat
     assert whole[0] == 0 and cut == whole
     assert max(len(p) for p in pieces) >= 3  # blocks were cut in several pieces
     for cut_block in pieces:  # of whole users, about piece_rows rows each (a user holds 5)
-        assert all(len(part) % 5 == 0 and len(part) <= max(piece_rows, 5) * 2 for part, _ in cut_block)
+        assert all(len(part) % 5 == 0 and len(part) <= max(piece_rows, 5) * 2 for part in cut_block)

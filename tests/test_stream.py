@@ -272,6 +272,7 @@ def test_group_codes_handed_over_by_read_grouped_give_the_engines_own_values(cas
     # the provider's fast path: the reader's group codes reused by the engine, never stale
     import pandas as pd
 
+    from ndcg_plugin.arrays.columns import group_codes
     from ndcg_plugin.reading import read_grouped
     qrels, run = case
     rows = [(q, d, s) for q in run for d, s in run[q].items()]
@@ -283,9 +284,11 @@ def test_group_codes_handed_over_by_read_grouped_give_the_engines_own_values(cas
     index = engine.QrelsIndex(read(qrels, "qrels"))
 
     def given_groups():
-        table, groups = read_grouped(frame, "run", duplicates=policy)
-        if len(table) < len(frame):
-            assert groups is None  # rows were dropped: the engine recomputes them
-        return engine.compute(index, table, SPECS, groups=groups)
+        block = read_grouped(frame, "run", duplicates=policy)
+        # never stale: where rows were dropped, the block is made anew from the rows kept
+        fresh = group_codes(block.rows["query_id"])
+        assert block.groups.codes.tolist() == fresh.codes.tolist() and block.groups.uniques.equals(fresh.uniques)
+        assert block.groups.sizes.tolist() == fresh.sizes.tolist() and block.doc_fp is None and block.q_map is None
+        return engine.compute(index, block, SPECS)
 
     same_outcome(given_groups, lambda: engine.compute(index, read(frame, "run", duplicates=policy), SPECS))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -88,6 +88,14 @@ def as_arrow_strings(values: Any) -> pa.ChunkedArray:
     return arr
 
 
+def ids_of(table, column: str) -> Any:
+    """A table's ``query_id`` or ``doc_id`` column: the reader's columns' as they are (Arrow arrays),
+    a DataFrame's as Arrow strings."""
+    if hasattr(table, "layout"):  # the reader's columns
+        return getattr(table, column)
+    return as_arrow_strings(table[column].array)
+
+
 def columns_of(table, value: str) -> tuple[pa.ChunkedArray, pa.ChunkedArray, np.ndarray]:
     """(query ids, doc ids, values) of a table: a DataFrame from :func:`ndcg_plugin.read` (value
     column ``value``), or the columns the reader parsed (:class:`ndcg_plugin.reading.Parsed`),
@@ -130,9 +138,33 @@ def factorize(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
-def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """(codes, uniques, sizes) like ``pd.factorize`` (codes in order of first appearance) plus
-    the number of rows per code, computed from the runs of equal values: a run file grouped by
+class Groups(NamedTuple):
+    """:func:`group_codes` of a column: each row's code (``codes``, numbered by first appearance), the
+    distinct values in that order (``uniques``) and the rows of each (``sizes``)."""
+    codes: np.ndarray
+    uniques: pa.Array
+    sizes: np.ndarray
+
+    def slice(self, lo: int, hi: int, a: int, b: int) -> Groups:
+        """The groups of queries ``lo:hi`` (rows ``a:b``) of rows grouped by query, whose codes are the
+        queries' positions: what :func:`group_codes` gives those rows alone (codes counted from 0)."""
+        return Groups(self.codes[a:b] - self.codes.dtype.type(lo), self.uniques.slice(lo, hi - lo), self.sizes[lo:hi])
+
+    @classmethod
+    def joined(cls, parts: list[Groups]) -> Groups:
+        """The groups of blocks of rows put one after the other, when no value is in two of them (the
+        pieces of one sorted file): each block's codes shifted by the values before it."""
+        offsets = np.cumsum([0] + [len(p.uniques) for p in parts[:-1]])
+        dtype = np.int32 if int(offsets[-1]) + len(parts[-1].uniques) < 2**31 else np.int64
+        codes = np.concatenate([p.codes.astype(dtype) + dtype(o) for p, o in zip(parts, offsets, strict=True)])
+        uniques = pa.concat_arrays([u if isinstance(u, pa.Array) else u.combine_chunks() for u in
+                                    (p.uniques for p in parts)])
+        return cls(codes, uniques, np.concatenate([p.sizes for p in parts]))
+
+
+def group_codes(values: Any, hash_always: bool = False) -> Groups:
+    """:class:`Groups`: codes and uniques like ``pd.factorize`` (codes in order of first
+    appearance) plus the number of rows per code, computed from the runs of equal values: a run file grouped by
     query has one run per query, so only as many strings as queries are hashed, and none when
     the runs' values never decrease (a file sorted by query id: then a value differs from every
     earlier one as soon as it differs from the one before it; two comparisons per run cost a
@@ -145,13 +177,13 @@ def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.
     arr = (values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])) if integers \
         else as_arrow_strings(values)
     if len(arr) == 0:
-        return np.zeros(0, dtype=np.int32), arr.combine_chunks() if integers else empty_strings(), \
-            np.zeros(0, dtype=np.int64)
+        return Groups(np.zeros(0, dtype=np.int32), arr.combine_chunks() if integers else empty_strings(),
+                      np.zeros(0, dtype=np.int64))
     if not (hash_always or integers):
         codes = speedups.increasing_codes(arr)
         if codes is not None:
             first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-            return codes, take_sorted(arr, first).combine_chunks(), np.diff(np.append(first, len(codes)))
+            return Groups(codes, take_sorted(arr, first).combine_chunks(), np.diff(np.append(first, len(codes))))
     import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
 
     run_values, run_lengths = [], []
@@ -171,7 +203,7 @@ def group_codes(values: Any, hash_always: bool = False) -> tuple[np.ndarray, pa.
     lengths = np.concatenate(run_lengths)
     sizes = np.bincount(run_codes, weights=lengths, minlength=len(uniques)).astype(np.int64)
     dtype = np.int32 if len(uniques) < 2**31 else np.int64
-    return np.repeat(run_codes.astype(dtype), lengths), uniques, sizes
+    return Groups(np.repeat(run_codes.astype(dtype), lengths), uniques, sizes)
 
 
 def query_pieces(sizes: np.ndarray, max_rows: int) -> list[tuple[int, int, int, int]]:
@@ -186,13 +218,6 @@ def query_pieces(sizes: np.ndarray, max_rows: int) -> list[tuple[int, int, int, 
     bounds = [0, *sorted({int(a) for a in at if 0 < a < len(sizes)}), len(sizes)]
     return [(lo, hi, int(ends[lo - 1]) if lo else 0, int(ends[hi - 1]) if hi else 0)
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=False)]
-
-
-def slice_groups(groups: tuple, lo: int, hi: int, a: int, b: int) -> tuple:
-    """:func:`group_codes` of queries ``lo:hi`` (rows ``a:b``) of rows grouped by query, whose codes
-    are the queries' positions: the same triple for those rows alone (codes counted from 0)."""
-    codes, uniques, sizes = groups
-    return codes[a:b] - codes.dtype.type(lo), uniques.slice(lo, hi - lo), sizes[lo:hi]
 
 
 def _increasing_runs(values: pa.ChunkedArray) -> np.ndarray | None:

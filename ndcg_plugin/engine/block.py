@@ -19,12 +19,14 @@ Pipeline (no Python loop per query or per document):
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import sizes as sizing
+from ..arrays.block import Block
 from ..arrays.columns import from_numpy
 from ..measures import Spec, family
 from ..measures.aggregate import Values
@@ -32,28 +34,53 @@ from ..ranking import ranked as ranking
 from ..ranking.qrels_index import QrelsIndex
 
 
+class Unmatched:
+    """The run queries the qrels lack, counted over the blocks of a run (by the threads that
+    evaluate them) and reported once, by :meth:`report`."""
+
+    def __init__(self) -> None:
+        self.unmatched = self.total = 0
+        self._lock = threading.Lock()
+
+    def add(self, unmatched: int, total: int) -> None:
+        """A block's count: ``unmatched`` of its ``total`` run queries are not in the qrels."""
+        with self._lock:
+            self.unmatched += unmatched
+            self.total += total
+
+    def report(self) -> None:
+        ranking.report_unmatched(self.unmatched, self.total)
+
+
 @dataclass
-class Block:
+class BlockValues:
     """The values of a run's queries (or of a streamed block's) that the qrels hold: ``codes`` are
-    their qrels codes, and each spec's ``values`` are aligned with them."""
+    their qrels codes, and each spec's ``values`` are aligned with them. ``run_queries``: the
+    block's run queries, with those the qrels lack (:attr:`unmatched`)."""
     codes: np.ndarray
     values: dict[Spec, Values]
+    run_queries: int
+
+    @property
+    def unmatched(self) -> int:
+        """Run queries of the block that the qrels lack (not evaluated)."""
+        return self.run_queries - len(self.codes)
 
 
-def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-                  groups: tuple | None = None, q_map: np.ndarray | None = None,
-                  doc_fp: np.ndarray | None = None) -> Block:
-    """Every spec's values for the run's queries, in work proportional to the run (not to the
-    qrels). The run is joined once and ranked once per judged_only setting, only as deep as the
-    deepest cutoff asks. Run queries absent from the qrels are reported in a warning, or counted
-    into ``counts`` (see :func:`ranking.join`, also for ``groups``, ``q_map`` and ``doc_fp``). A spec of a
+def compute_block(index: QrelsIndex, run, specs: Iterable[Spec]) -> BlockValues:
+    """Every spec's values for the queries of a run block (a :class:`~ndcg_plugin.arrays.block.Block`;
+    a table given is made one), in work proportional to the block (not to the qrels). The block
+    is joined once (:func:`ranking.join`) and ranked once per judged_only setting, only as deep
+    as the deepest cutoff asks. Run queries absent from the qrels are counted
+    (:attr:`BlockValues.unmatched`), not reported: the caller reports them once. A spec of a
     family the registry does not know is refused by name before anything is read."""
     specs = list(dict.fromkeys(specs))
     families = {spec: family(spec.family) for spec in specs}
+    block = run if isinstance(run, Block) else Block.of(run)
     every = any(s.judged_only or families[s].needs_every_row(s) for s in specs)
     # with one depth asked of every row, a ranked run is cut at it as it is joined
     cut = None if every or not specs or any(s.cutoff is None for s in specs) else max(s.cutoff for s in specs)
-    rows = ranking.join(index, run, counts, groups, q_map, doc_fp, depth=cut)
+    rows = ranking.join(index, block, depth=cut)
     if every:
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, ranking.RankedRun] = {}
@@ -63,7 +90,8 @@ def compute_block(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | 
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
         by_judged[judged_only] = ranking.rank_rows(subset, depth, index, any(s.ties == "average" for s in mine))
-    return Block(rows.codes, {spec: families[spec].values(index, by_judged[spec.judged_only], spec) for spec in specs})
+    return BlockValues(rows.codes, {spec: families[spec].values(index, by_judged[spec.judged_only], spec)
+                                    for spec in specs}, len(block.groups.uniques))
 
 
 def empty_values(index: QrelsIndex, specs: Iterable[Spec]) -> dict[Spec, Values]:
@@ -76,7 +104,7 @@ def empty_values(index: QrelsIndex, specs: Iterable[Spec]) -> dict[Spec, Values]
     return {spec: family(spec.family).values(index, ranked, spec) for spec in dict.fromkeys(specs)}
 
 
-def scatter(out: dict[Spec, Values], block: Block) -> None:
+def scatter(out: dict[Spec, Values], block: BlockValues) -> None:
     """Write a block's values into arrays over all the qrels queries (from :func:`empty_values`)."""
     for spec, vals in block.values.items():
         acc = out[spec]
@@ -86,7 +114,7 @@ def scatter(out: dict[Spec, Values], block: Block) -> None:
             acc.returned[block.codes] = vals.returned
 
 
-def covers_all(block: Block, nq: int) -> bool:
+def covers_all(block: BlockValues, nq: int) -> bool:
     """Whether the block's queries are every qrels query of the index, in its order (``codes`` is
     0..nq-1): then its values are already what :func:`scatter` would write over
     :func:`empty_values` (a block of an interaction log and the qrels streamed beside it)."""
@@ -95,13 +123,18 @@ def covers_all(block: Block, nq: int) -> bool:
                                              bool(np.all(codes[1:] > codes[:-1]))))
 
 
-def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None = None,
-            groups: tuple | None = None, q_map: np.ndarray | None = None,
-            doc_fp: np.ndarray | None = None) -> dict[Spec, Values]:
-    """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``): a
-    query the run lacks gets what :func:`empty_values` gives it. See :func:`compute_block`."""
+def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: Unmatched | None = None
+            ) -> dict[Spec, Values]:
+    """Every spec's per-query values over all the qrels queries (aligned with ``index.qids``) for a
+    run (a table, or a :class:`~ndcg_plugin.arrays.block.Block` of one): a query the run lacks
+    gets what :func:`empty_values` gives it. Run queries absent from the qrels are reported in a
+    warning, or counted into ``counts`` when given. See :func:`compute_block`."""
     specs = list(dict.fromkeys(specs))
-    block = compute_block(index, run, specs, counts, groups, q_map, doc_fp)
+    block = compute_block(index, run, specs)
+    if counts is None:
+        ranking.report_unmatched(block.unmatched, block.run_queries)
+    else:
+        counts.add(block.unmatched, block.run_queries)
     if covers_all(block, index.nq):  # each qrels query has its run rows, in the qrels' order
         return {spec: Values(v.values.copy(), None if v.hits is None else v.hits.copy(),
                              None if v.returned is None else v.returned.copy()) for spec, v in block.values.items()}
@@ -110,39 +143,38 @@ def compute(index: QrelsIndex, run, specs: Iterable[Spec], counts: list | None =
     return out
 
 
-
-
-def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec], groups: tuple | None = None) -> dict[Spec, Values]:
-    """:func:`compute` of a whole run in memory (a DataFrame, or the reader's columns), cut into
-    blocks of whole queries of about ``sizes.BLOCK_ROWS`` rows, ``sizes.WORKERS`` evaluated at once: the
-    values of one block of the whole run, since each query's rows stay in one block (a run not
-    grouped by query is evaluated as one block). Smaller blocks keep each step's arrays in cache
-    and numpy releases the GIL in most of a block's work. Run queries absent from the qrels are
-    reported once, as :func:`compute` reports them."""
+def compute_in_blocks(index: QrelsIndex, run, specs: Iterable[Spec]) -> dict[Spec, Values]:
+    """:func:`compute` of a whole run in memory (a DataFrame, the reader's columns, or a
+    :class:`~ndcg_plugin.arrays.block.Block` of either), cut into blocks of whole queries of
+    about ``sizes.BLOCK_ROWS`` rows, ``sizes.WORKERS`` evaluated at once: the values of one block
+    of the whole run, since each query's rows stay in one block (a run not grouped by query is
+    evaluated as one block). Smaller blocks keep each step's arrays in cache and numpy releases
+    the GIL in most of a block's work. Run queries absent from the qrels are reported once, as
+    :func:`compute` reports them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..arrays.columns import columns_of, group_codes, query_pieces, slice_groups
+    from ..arrays.columns import columns_of, query_pieces
     from ..reading.formats import LAYOUTS
     from ..reading.lines import Parsed
     specs = list(dict.fromkeys(specs))
-    qids, docs, score = columns_of(run, "score")
+    given = run if isinstance(run, Block) else None
+    qids, docs, score = columns_of(run if given is None else given.rows, "score")
     if len(score) <= sizing.BLOCK_ROWS:
-        return compute(index, run, specs, groups=groups)
-    codes, uniques, sizes = groups if groups is not None else group_codes(qids)
+        return compute(index, run, specs)
+    # the run's columns, each block a slice of them, with the group codes given or computed once
+    columns = Parsed(LAYOUTS["trec"], qids, docs, score, None)
+    whole = Block.of(columns) if given is None else replace(given, rows=columns)
+    codes = whole.groups.codes
     if np.any(codes[1:] < codes[:-1]):
-        return compute(index, run, specs, groups=(codes, uniques, sizes))  # not grouped by query
-    counts: list = []
-
-    def block(bounds: tuple[int, int, int, int]) -> Block:
-        lo, hi, a, b = bounds
-        piece = Parsed(LAYOUTS["trec"], qids.slice(a, b - a), docs.slice(a, b - a), score[a:b], None)
-        return compute_block(index, piece, specs, counts, slice_groups((codes, uniques, sizes), lo, hi, a, b))
-
+        return compute(index, whole, specs)  # not grouped by query
+    counts = Unmatched()
     out = empty_values(index, specs)
     with ThreadPoolExecutor(max_workers=sizing.WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
-        for result in pool.map(block, query_pieces(sizes, sizing.BLOCK_ROWS)):
+        for result in pool.map(lambda b: compute_block(index, whole.slice(*b), specs),
+                               query_pieces(whole.groups.sizes, sizing.BLOCK_ROWS)):
+            counts.add(result.unmatched, result.run_queries)
             scatter(out, result)
-    ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    counts.report()
     return out
 
 
@@ -172,8 +204,8 @@ def explain_query(index: QrelsIndex, run, query_id: str, spec: Spec) -> QueryTra
     if code < 0:
         raise ValueError(f"query {query_id!r} is not in the qrels")
     run = run[run["query_id"] == query_id]
-    values = compute(index, run, [spec], counts=[])[spec]
-    rows = ranking.join(index, run, counts=[]).judge(index)
+    values = compute(index, run, [spec], Unmatched())[spec]  # counted, not warned of
+    rows = ranking.join(index, Block.of(run)).judge(index)
     docs = rows.doc_ids()
     order = ranking.trec_eval_order(rows.group, rows.score, docs)
     rel, judged = rows.rel[order], rows.judged[order]

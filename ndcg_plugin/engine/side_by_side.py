@@ -36,9 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import sizes
-from ..arrays.columns import fingerprints, group_codes, query_pieces, slice_groups
+from ..arrays.block import Block
+from ..arrays.columns import query_pieces
 from ..errors import InputError
-from ..ranking import ranked as ranking
 from ..ranking.qrels_index import QrelsIndex
 from ..reading import concat
 from ..reading.ahead import read_ahead
@@ -91,27 +91,25 @@ class _Order:
 
 class _Piece:
     """A block of whole queries, each query one run of rows and the queries strictly increasing in
-    the order (checked by the caller), with their keys, where each starts, and the block's
-    :func:`~ndcg_plugin.arrays.columns.group_codes` (``groups``), which a split cuts as it cuts the rows:
-    a query's code is its position among the block's queries."""
+    the order (checked by the caller), with their keys and where each starts; a split cuts the
+    block's group codes and fingerprints as it cuts the rows (a query's code is its position
+    among the block's queries)."""
 
-    def __init__(self, parsed: Parsed, order: _Order, groups: tuple, doc_fp: np.ndarray):
-        codes, uniques, sizes = groups
-        self.parsed, self.groups, self.doc_fp, self.keys = parsed, groups, doc_fp, order.keys(uniques)
+    def __init__(self, block: Block, order: _Order):
+        sizes = block.groups.sizes
+        self.block, self.keys = block, order.keys(block.groups.uniques)
         self.starts = np.cumsum(sizes) - sizes
 
-    def split(self, last: Any) -> tuple[tuple[Parsed, tuple, np.ndarray], _Piece | None]:
-        """((the rows of the queries up to ``last``, their groups, their doc fingerprints), the rest
-        as a piece, or None)."""
+    def split(self, last: Any) -> tuple[Block, _Piece | None]:
+        """(the block of the queries up to ``last``, the rest as a piece, or None)."""
         count = int(pc.sum(pc.less_equal(self.keys, last)).as_py() or 0)
-        if count == len(self.keys):
-            return (self.parsed, self.groups, self.doc_fp), None
-        at, n = int(self.starts[count]), len(self.parsed)
-        head = (_slice(self.parsed, 0, at), slice_groups(self.groups, 0, count, 0, at), self.doc_fp[:at])
-        self.parsed, self.keys, self.starts = _slice(self.parsed, at, n), self.keys.slice(count), \
+        nq = len(self.keys)
+        if count == nq:
+            return self.block, None
+        at, n = int(self.starts[count]), len(self.block)
+        head = self.block.slice(0, count, 0, at)
+        self.block, self.keys, self.starts = self.block.slice(count, nq, at, n), self.keys.slice(count), \
             self.starts[count:] - at
-        self.groups = slice_groups(self.groups, count, len(self.groups[2]), at, n)
-        self.doc_fp = self.doc_fp[at:]
         return head, self
 
 
@@ -121,40 +119,24 @@ def _one_run_each(codes: np.ndarray) -> bool:
     return len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1]))
 
 
-def _joined(groups: list[tuple]) -> tuple:
-    """The group codes of blocks put one after the other, when no query is in two of them (the
-    pieces of one sorted file): each block's codes shifted by the queries before it."""
-    offsets = np.cumsum([0] + [len(u) for _, u, _ in groups[:-1]])
-    dtype = np.int32 if int(offsets[-1]) + len(groups[-1][1]) < 2**31 else np.int64
-    codes = np.concatenate([c.astype(dtype) + dtype(o) for (c, _, _), o in zip(groups, offsets, strict=True)])
-    uniques = pa.concat_arrays([u if isinstance(u, pa.Array) else u.combine_chunks() for _, u, _ in groups])
-    return codes, uniques, np.concatenate([s for _, _, s in groups])
-
-
-def _slice(p: Parsed, lo: int, hi: int) -> Parsed:
-    return Parsed(p.layout, p.query_id.slice(lo, hi - lo), p.doc_id.slice(lo, hi - lo), p.value[lo:hi], p.line[lo:hi])
-
-
 class _Prepared:
-    """A qrels block as the reading thread hands it over: the group codes of its parsed rows, and
-    the rows kept under the duplicate policy with their group codes and doc ids'
+    """A qrels block as the reading thread hands it over: the block of its parsed rows (their group
+    codes), and the block of the rows kept under the duplicate policy with their doc ids'
     fingerprints, or the policy's error (raised by the consumer, after the later blocks are
     parsed for a bad line)."""
 
     def __init__(self, raw: Parsed, duplicates: str, source: str):
-        self.groups = group_codes(raw.query_id)
-        self.kept, self.kept_groups, self.doc_fp, self.error = raw, self.groups, None, None
-        self.grouped = _one_run_each(self.groups[0])  # each query one run of rows
+        block = Block.of(raw)
+        self.ids = block.groups.uniques  # the parsed rows' query ids, each once
+        self.kept, self.error = block, None
+        self.grouped = _one_run_each(block.groups.codes)  # each query one run of rows
         if not self.grouped:
             return  # the consumer declines the side by side for this block
-        self.doc_fp = fingerprints(raw.doc_id)
+        self.kept = block = block.hashed()
         try:
-            self.kept = resolve_duplicates(raw, "qrels", duplicates, source, q_codes=self.groups[0],
-                                           docs_fp=self.doc_fp)
+            self.kept = resolve_duplicates(block, "qrels", duplicates, source).hashed()
         except InputError as e:
             self.error = e
-        if self.kept is not raw:
-            self.kept_groups, self.doc_fp = group_codes(self.kept.query_id), fingerprints(self.kept.doc_id)
 
 
 def _prepared(blocks: Iterator[Parsed], duplicates: str, source: str) -> Iterator[_Prepared]:
@@ -183,7 +165,7 @@ class _Qrels:
         self.duplicates, self.order = duplicates, None
         self.pending: _Piece | None = None
         self.first: _Prepared | None = None
-        self.first_groups: tuple | None = None
+        self.first_uniques: pa.Array | None = None
         self.first_grouped = False
         self.last: Any = None
 
@@ -195,12 +177,12 @@ class _Qrels:
 
     def first_ids(self) -> pa.Array:
         """The query ids of the first block (for the choice of the order), read once."""
-        if self.first_groups is None:
+        if self.first_uniques is None:
             self.first = self._raw()
             if self.first is None:
                 raise _QrelsFailed(InputError(self.source, None, "no qrels lines found: the input is empty"))
-            self.first_groups, self.first_grouped = self.first.groups, self.first.grouped
-        return self.first_groups[1]
+            self.first_uniques, self.first_grouped = self.first.ids, self.first.grouped
+        return self.first_uniques
 
     def sorted_at_start(self) -> bool:
         """Whether the first block is grouped by query, the queries increasing in byte order or as
@@ -222,33 +204,32 @@ class _Qrels:
             while self._raw() is not None:  # a bad line later in the qrels is reported first
                 pass
             raise _QrelsFailed(block.error) from None
-        piece = _Piece(block.kept, self.order, block.kept_groups, block.doc_fp)
+        piece = _Piece(block.kept, self.order)
         if not self.order.increasing(piece.keys, self.last):
             raise Unsorted()
         if len(piece.keys):
             self.last = piece.keys[len(piece.keys) - 1]
         return piece
 
-    def through(self, last: Any | None) -> tuple[Parsed, tuple | None, np.ndarray | None]:
-        """The qrels rows of the queries up to ``last`` (every remaining one for None), their
-        group codes and their doc ids' fingerprints (None for no row)."""
+    def through(self, last: Any | None) -> Block:
+        """The block of the qrels rows of the queries up to ``last`` (every remaining one for None),
+        with their group codes and their doc ids' fingerprints."""
         taken = []
         while True:
             piece = self.pending or self._next()
             self.pending = None
             if piece is None:
                 break
-            head, rest = piece.split(last) if last is not None else ((piece.parsed, piece.groups, piece.doc_fp), None)
+            head, rest = piece.split(last) if last is not None else (piece.block, None)
             taken.append(head)
             if rest is not None:
                 self.pending = rest
                 break
         if not taken:
-            return Parsed.empty(LAYOUTS["qrels"]), None, None
+            return Block.of(Parsed.empty(LAYOUTS["qrels"]))
         if len(taken) == 1:
             return taken[0]
-        parsed, groups, doc_fp = zip(*taken, strict=True)
-        return concat(list(parsed)), _joined(list(groups)), np.concatenate(doc_fp)
+        return Block.joined(taken, concat([b.rows for b in taken]))
 
     def drain(self) -> None:
         """Read the rest of the qrels for their errors only."""
@@ -287,30 +268,26 @@ def evaluate(qrels_path: Any, run_blocks: Callable[[], Iterator[Parsed]], run_so
             close()
 
 
-def cut_in_pieces(part: Parsed, groups: tuple) -> list[tuple[Parsed, tuple]]:
-    """A block of whole queries (each one run of rows) with its group codes, cut at query
-    boundaries into pieces of about ``sizes.PIECE_ROWS`` rows (one piece for a block of no more),
-    each with its group codes cut as the rows are."""
-    if len(part) <= sizes.PIECE_ROWS or len(groups[2]) < 2:
-        return [(part, groups)]
-    return [(_slice(part, a, b), slice_groups(groups, lo, hi, a, b))
-            for lo, hi, a, b in query_pieces(groups[2], sizes.PIECE_ROWS)]
+def cut_in_pieces(block: Block) -> list[Block]:
+    """A block of whole queries (each one run of rows), cut at query boundaries into blocks of about
+    ``sizes.PIECE_ROWS`` rows (itself alone when it holds no more), each with what was computed
+    of the block cut as the rows are."""
+    if len(block) <= sizes.PIECE_ROWS or len(block.groups.sizes) < 2:
+        return [block]
+    return [block.slice(lo, hi, a, b) for lo, hi, a, b in query_pieces(block.groups.sizes, sizes.PIECE_ROWS)]
 
 
-def _block(mine: tuple, part: Parsed, groups: tuple, run_source: str, specs: list, counts: list,
+def _block(mine: Block, part: Block, run_source: str, specs: list, counts: engine.Unmatched,
            duplicates: str) -> tuple:
-    """One block of whole queries against the qrels of its queries (``mine``: the rows, their group
-    codes and doc fingerprints): (the qrels' query ids, every spec's values), or the duplicate
-    policy's InputError. Runs on a worker thread."""
-    doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
-    index = QrelsIndex(mine[0], groups=mine[1], doc_fp=mine[2])
-    q_map = index.code_of(groups[1])
-    # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
-    table = resolve_duplicates(part, "run", duplicates, run_source, q_codes=groups[0],
-                               only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
-    whole = len(table) == len(part)  # else the engine recomputes what depends on the rows
-    return index.qid_values, engine.compute(index, table, specs, counts, groups if whole else None,
-                                            q_map if whole else None, doc_fp if whole else None)
+    """One run block of whole queries against the qrels of its queries (``mine``: their block, with
+    its group codes and doc fingerprints): (the qrels' query ids, every spec's values), or the
+    duplicate policy's InputError. Runs on a worker thread."""
+    index = QrelsIndex(mine)
+    part = part.hashed().with_q_map(index)  # hashed once: for the duplicate check and the qrels lookups
+    # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it; rows dropped
+    # under the policy: a new block, which the engine completes
+    block = resolve_duplicates(part, "run", duplicates, run_source, only=part.in_qrels())
+    return index.qid_values, engine.compute(index, block, specs, counts)
 
 
 def _collect(future: Future, sink: Any, pending_error: InputError | None) -> InputError | None:
@@ -326,7 +303,7 @@ def _collect(future: Future, sink: Any, pending_error: InputError | None) -> Inp
 
 
 def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, duplicates: str) -> None:
-    counts: list = []
+    counts = engine.Unmatched()
     last, order, pending_error, any_rows = None, None, None, False
     inflight: deque = deque()
     with ThreadPoolExecutor(max_workers=sizes.WORKERS, thread_name_prefix="ndcg-plugin-block") as pool:
@@ -335,21 +312,21 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
                 any_rows = True
                 if len(whole) == 0:
                     continue  # a run with no result line: its qrels queries are evaluated at the end
-                whole_groups = group_codes(whole.query_id)
-                if not _one_run_each(whole_groups[0]):
+                block = Block.of(whole)
+                if not _one_run_each(block.groups.codes):
                     raise Unsorted()  # a query's rows in two places: not grouped by query
                 if order is None:
-                    order = qrels.order = _Order.of(whole_groups[1], qrels.first_ids())
-                keys = order.keys(whole_groups[1])
+                    order = qrels.order = _Order.of(block.groups.uniques, qrels.first_ids())
+                keys = order.keys(block.groups.uniques)
                 if not order.increasing(keys, last):
                     raise Unsorted()
                 last, seen = keys[len(keys) - 1], 0
-                for part, groups in cut_in_pieces(whole, whole_groups):
-                    seen += len(groups[1])
+                for part in cut_in_pieces(block):
+                    seen += len(part.groups.uniques)
                     mine = qrels.through(keys[seen - 1])
                     if pending_error is not None:
                         continue  # only parse on: a bad line later in the run is reported first
-                    inflight.append(pool.submit(_block, mine, part, groups, run_source, specs, counts, duplicates))
+                    inflight.append(pool.submit(_block, mine, part, run_source, specs, counts, duplicates))
                     while len(inflight) >= sizes.WORKERS or (inflight and inflight[0].done()):
                         pending_error = _collect(inflight.popleft(), sink, pending_error)
             while inflight:
@@ -367,8 +344,8 @@ def _merge(qrels: _Qrels, run_pieces, run_source: str, specs: list, sink: Any, d
     if pending_error is not None:
         qrels.drain()  # an error in the qrels is reported before the run's
         raise pending_error
-    rest, rest_groups, rest_fp = qrels.through(None)  # the qrels queries after the run's last one (and their order)
+    rest = qrels.through(None)  # the qrels queries after the run's last one (and their order)
     if len(rest):
-        index = QrelsIndex(rest, groups=rest_groups, doc_fp=rest_fp)
+        index = QrelsIndex(rest)
         sink.add(index.qid_values, engine.empty_values(index, specs))
-    ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    counts.report()

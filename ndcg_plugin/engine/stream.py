@@ -27,9 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import reading
-from ..arrays.columns import fingerprints, from_numpy, group_codes, join_chunks, to_numpy
+from ..arrays.block import Block
+from ..arrays.columns import from_numpy, join_chunks, to_numpy
 from ..errors import InputError
-from ..ranking import ranked as ranking
 from ..ranking.qrels_index import QrelsIndex
 from ..reading.ahead import ReadAhead, RunFile
 from ..reading.duplicates import resolve_duplicates
@@ -50,10 +50,7 @@ def _concat(a: Parsed | None, b: Parsed) -> Parsed:
 
 
 def _split(p: Parsed, at: int) -> tuple[Parsed, Parsed]:
-    def part(lo, hi):
-        return Parsed(p.layout, p.query_id.slice(lo, hi - lo), p.doc_id.slice(lo, hi - lo), p.value[lo:hi],
-                      p.line[lo:hi])
-    return part(0, at), part(at, len(p))
+    return p.slice(0, at), p.slice(at, len(p))
 
 
 def _last_query_start(qids: pa.ChunkedArray | pa.Array) -> int:
@@ -98,13 +95,15 @@ class _Seen:
         self.done = np.zeros(nq, dtype=bool)
         self.others: set[str] = set()
 
-    def check(self, uniques, q_map: np.ndarray) -> None:
+    def check(self, block: Block) -> None:
+        """Mark the queries of a block (its qrels codes looked up), or raise _Regrouped."""
+        q_map = block.q_map
         mine = q_map[q_map >= 0]
         if self.done[mine].any():
             raise _Regrouped()
         self.done[mine] = True
         if len(mine) < len(q_map):
-            names = uniques.take(from_numpy(np.flatnonzero(q_map < 0))).to_pylist()
+            names = block.groups.uniques.take(from_numpy(np.flatnonzero(q_map < 0))).to_pylist()
             if not self.others.isdisjoint(names):
                 raise _Regrouped()
             self.others.update(names)
@@ -131,39 +130,36 @@ def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: st
         finally:
             pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
-        table, groups = reading.read_grouped(opened.path, "run", run_format=opened.run_format, duplicates=duplicates,
-                                             source=opened.source, progress=opened.progress,
-                                             queries=index.qid_values)
-        return engine.compute(index, table, specs, groups=groups)
+        block = reading.read_grouped(opened.path, "run", run_format=opened.run_format, duplicates=duplicates,
+                                     source=opened.source, progress=opened.progress, queries=index.qid_values)
+        return engine.compute(index, block, specs)
 
 
 def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
     out = engine.empty_values(index, specs)
     seen = _Seen(index.nq)
-    counts: list = []
+    counts = engine.Unmatched()
     pending_error: Exception | None = None
     any_rows = False
     for part in complete_queries(pieces):
         any_rows = True
-        groups = group_codes(part.query_id)  # computed once: for the checks below and the engine
-        q_map = index.code_of(groups[1])
-        seen.check(groups[1], q_map)
+        block = Block.of(part).with_q_map(index)  # computed once: for the checks below and the engine
+        seen.check(block)
         if pending_error is not None:
             continue  # only parse on: a bad line later in the file is reported first
-        doc_fp = fingerprints(part.doc_id)  # hashed once: for the duplicate check and the qrels lookups
+        block = block.hashed()  # hashed once: for the duplicate check and the qrels lookups
         try:  # a repeated pair in a query the qrels lack is accepted, as trec_eval accepts it
-            table = resolve_duplicates(part, "run", duplicates, source, q_codes=groups[0],
-                                       only=(q_map >= 0)[groups[0]], docs_fp=doc_fp)
+            # rows dropped (duplicates='first' or 'max'): a new block, which the engine completes
+            block = resolve_duplicates(block, "run", duplicates, source, only=block.in_qrels())
         except InputError as e:
             pending_error = e
             continue
-        if len(table) != len(part):
-            # rows were dropped (duplicates='first' or 'max'): the engine recomputes these
-            groups = q_map = doc_fp = None
-        engine.scatter(out, engine.compute_block(index, table, specs, counts, groups, q_map, doc_fp))
+        values = engine.compute_block(index, block, specs)
+        counts.add(values.unmatched, values.run_queries)
+        engine.scatter(out, values)
     if not any_rows:
         raise InputError(source, None, "no run lines found: the input is empty")
     if pending_error is not None:
         raise pending_error
-    ranking.report_unmatched(sum(u for u, _ in counts), sum(t for _, t in counts))
+    counts.report()
     return out

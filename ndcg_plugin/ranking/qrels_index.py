@@ -21,13 +21,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrays import speedups
+from ..arrays.block import Block
 from ..arrays.columns import (
+    Groups,
     as_arrow_strings,
     columns_of,
     factorize,
     fingerprints,
     from_numpy,
-    group_codes,
     heads,
     take_sorted,
     to_numpy,
@@ -77,12 +78,11 @@ def in_runs(q: np.ndarray, haystack: int) -> bool:
     return bool(np.all(q[1:] >= q[:-1]))
 
 
-def _sorted_codes(qids: pa.ChunkedArray, groups: tuple | None = None) -> tuple[pa.Array, np.ndarray]:
-    """(the distinct ids in code point (UTF-8 byte) order, each row's position there): one hash
-    pass over the runs of equal ids (qrels are grouped by query), and no sort when the ids come
-    sorted already. ``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of ``qids``, when the
-    caller has them."""
-    codes, uniques, _ = groups if groups is not None else group_codes(qids)
+def _sorted_codes(groups: Groups) -> tuple[pa.Array, np.ndarray]:
+    """(the distinct ids in code point (UTF-8 byte) order, each row's position there), from the
+    ids' :func:`~ndcg_plugin.arrays.columns.group_codes` (one hash pass over the runs of equal
+    ids: qrels are grouped by query); no sort when the ids come sorted already."""
+    codes, uniques = groups.codes, groups.uniques
     if _increasing(uniques):
         return uniques, codes.astype(np.int64)
     order = to_numpy(pc.sort_indices(uniques)).astype(np.int64)
@@ -109,15 +109,16 @@ class QrelsIndex:
     (trec_eval's output order: ``qid_values``, ``qids``), and the judgments sorted by (query code,
     doc fingerprint), with their labels ``rel`` and query codes ``key_q``."""
 
-    def __init__(self, qrels: Any, exact: bool = False, groups: tuple | None = None,
-                 doc_fp: np.ndarray | None = None):
-        """``groups``: :func:`~ndcg_plugin.arrays.columns.group_codes` of the qrels' query ids, and
-        ``doc_fp``: ``fingerprints`` of their doc ids, when the caller has them (the side-by-side
-        reader keeps them per block). Qrels grouped by query in order have each query's keys
-        sorted on their own by the C loops when they are at hand
-        (:mod:`ndcg_plugin.arrays.speedups`; the same order)."""
-        qids, docs, rel = columns_of(qrels, "relevance")
-        self.qid_values, row_q = _sorted_codes(qids, groups)
+    def __init__(self, qrels: Any, exact: bool = False):
+        """``qrels``: a table, or a :class:`~ndcg_plugin.arrays.block.Block` of one, whose group
+        codes and (where it has them) doc fingerprints are used (the side-by-side reader keeps
+        them per block). Qrels grouped by query in order have each query's keys sorted on their
+        own by the C loops when they are at hand (:mod:`ndcg_plugin.arrays.speedups`; the same
+        order)."""
+        block = qrels if isinstance(qrels, Block) else Block.of(qrels)
+        _, docs, rel = columns_of(block.rows, "relevance")
+        doc_fp = block.doc_fp
+        self.qid_values, row_q = _sorted_codes(block.groups)
         self._qids: np.ndarray | None = None
         self._memo: dict = {}
         self._memo_lock = threading.RLock()

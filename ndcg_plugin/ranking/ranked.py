@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrays import speedups
-from ..arrays.columns import as_arrow_strings, columns_of, from_numpy, group_codes, heads, take_sorted, to_numpy
+from ..arrays.block import Block
+from ..arrays.columns import as_arrow_strings, columns_of, from_numpy, heads, take_sorted, to_numpy
 from .qrels_index import QrelsIndex
 
 
@@ -155,27 +156,21 @@ def report_unmatched(unmatched: int, total: int) -> None:
                       f"ignores them", RuntimeWarning, stacklevel=2)
 
 
-def join(index: QrelsIndex, run, counts: list | None = None, groups: tuple | None = None,
-         q_map: np.ndarray | None = None, doc_fp: np.ndarray | None = None, depth: int | None = None) -> Rows:
-    """Map run queries to qrels codes, dropping the run queries absent from the qrels; these
-    are reported (a warning), or counted into ``counts`` as (unmatched, total) when given.
-    ``groups`` (:func:`columns.group_codes` of the run's query ids) and ``q_map`` (their qrels
-    codes) and ``doc_fp`` (the doc ids' fingerprints), when the caller has them.
+def join(index: QrelsIndex, block: Block, depth: int | None = None) -> Rows:
+    """Map a run block's queries to qrels codes (its ``q_map``, or looked up here), dropping the
+    run queries absent from the qrels (``Rows.codes`` holds those kept: the caller counts the
+    others). The block's group codes are used, and its doc fingerprints where it has them.
 
     ``depth``: only ranks above it will be asked for (:func:`rank_rows` with that depth). Then a
     ranked run (:func:`is_ranked`) whose lists go deeper is cut at once: the rows kept are those
     :func:`candidates` keeps, of the queries the qrels hold, taken in one pass (the rows ``cut``
     at ``depth``; ``sizes`` still counts every row). Any other run is joined whole."""
-    qids, docs, score = columns_of(run, "score")
+    _, docs, score = columns_of(block.rows, "score")
     score = score.astype(np.float64, copy=False)
-    group, q_uniques, sizes = groups if groups is not None else group_codes(qids)
-    q_map = index.code_of(q_uniques) if q_map is None else q_map
+    group, sizes, doc_fp = block.groups.codes, block.groups.sizes, block.doc_fp
+    q_map = index.code_of(block.groups.uniques) if block.q_map is None else block.q_map
     matched = q_map >= 0
     unmatched = len(q_map) - int(matched.sum())
-    if counts is None:
-        report_unmatched(unmatched, len(q_map))
-    else:
-        counts.append((unmatched, len(q_map)))
     if depth is not None and len(sizes) and int(sizes.max()) > depth and is_ranked(group, score):
         top, local = top_rows(score, sizes, depth, matched, group)
         return Rows(local, score[top], docs, q_map[matched], sizes=sizes[matched],

@@ -32,11 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays.columns import as_arrow_strings, columns_of, group_codes, join_chunks, to_numpy
+from ..arrays.block import Block
+from ..arrays.columns import as_arrow_strings, join_chunks, to_numpy
 from ..errors import VALUE_COLUMN, InputError, Kind
 from ..sizes import BLOCK_BYTES
 from . import sources
-from .duplicates import POLICIES, duplicate_mask, resolve_duplicates
+from .duplicates import POLICIES, duplicate_mask, kept_rows, resolve_duplicates, take_rows
 from .formats import RUN_FORMATS
 from .lines import Parsed
 from .parquet import ParquetSource, is_parquet
@@ -143,27 +144,33 @@ def read(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None 
     column names to those of a Parquet file or a DataFrame (``{"query_id": "user_id"}``; the
     others keep their names). ``queries``: see :func:`read_grouped`.
     """
-    return read_grouped(data, kind, run_format=run_format, source=source, duplicates=duplicates,
-                        progress=progress, columns=columns, queries=queries)[0]
+    block, keep = _policy(data, kind, run_format, source, duplicates, progress, columns, queries)
+    return block.rows if keep is None else take_rows(block.rows, keep)
 
 
 def read_grouped(data: Any, kind: Kind, *, run_format: str = "auto", source: str | None = None,
                  duplicates: str = "error", progress=None, columns: Mapping[str, str] | None = None,
-                 queries: Any = None) -> tuple[Any, tuple | None]:
-    """As :func:`read`, with :func:`ndcg_plugin.arrays.columns.group_codes` of the table's query ids,
-    computed once for the duplicate check and handed back for the engine (``engine.compute(...,
-    groups=)``); None when the duplicate policy dropped rows (the engine then computes them).
-    ``queries`` (a run's: the qrels' query ids): the duplicate policy applies to these queries
-    only, as trec_eval accepts a repeated pair in a query it does not evaluate."""
+                 queries: Any = None) -> Block:
+    """As :func:`read`, as a :class:`~ndcg_plugin.arrays.block.Block`: the table (``rows``) with
+    :func:`ndcg_plugin.arrays.columns.group_codes` of its query ids, computed once for the
+    duplicate check and handed on to the engine (recomputed when the duplicate policy dropped
+    rows). ``queries`` (a run's: the qrels' query ids): the duplicate policy applies to these
+    queries only, as trec_eval accepts a repeated pair in a query it does not evaluate."""
+    block, keep = _policy(data, kind, run_format, source, duplicates, progress, columns, queries)
+    return block if keep is None else Block.of(take_rows(block.rows, keep))
+
+
+def _policy(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str, progress,
+            columns: Mapping[str, str] | None, queries: Any) -> tuple[Block, np.ndarray | None]:
+    """(the validated table's block before the duplicate policy, the rows it keeps or None for all)."""
     table, src = _unchecked(data, kind, run_format, source, duplicates, progress, columns)
-    groups = group_codes(columns_of(table, VALUE_COLUMN[kind])[0])
+    block = Block.of(table)
     only = None
     if queries is not None:
         import pyarrow.compute as pc
-        only = to_numpy(pc.is_in(groups[1], value_set=as_arrow_strings(queries).combine_chunks())
-                        ).astype(bool)[groups[0]]
-    out = resolve_duplicates(table, kind, duplicates, src, q_codes=groups[0], only=only)
-    return out, (groups if len(out) == len(table) else None)
+        only = to_numpy(pc.is_in(block.groups.uniques, value_set=as_arrow_strings(queries).combine_chunks())
+                        ).astype(bool)[block.groups.codes]
+    return block, kept_rows(block, kind, duplicates, src, only=only)
 
 
 def _unchecked(data: Any, kind: Kind, run_format: str, source: str | None, duplicates: str, progress,

@@ -4,12 +4,14 @@ on columns, for DataFrames and for the reader's own columns alike."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..arrays import speedups
-from ..arrays.columns import as_arrow_strings, columns_of, fingerprints, from_numpy, group_codes
+from ..arrays.block import Block
+from ..arrays.columns import as_arrow_strings, columns_of, fingerprints, from_numpy, ids_of
 from ..errors import VALUE_COLUMN, Kind
 from .formats import error_at
 
@@ -38,21 +40,18 @@ def duplicate_mask(table) -> np.ndarray | None:
     Each pair gets a 64-bit fingerprint (query code mixed with the doc id's byte hash); pairs
     whose fingerprints are all distinct are distinct, and only rows sharing a fingerprint are
     compared as strings."""
-    qids, docs, _, _ = _columns(table)
-    return mask_of(qids, docs)
+    return mask_of(Block.of(table))
 
 
-def mask_of(qids: pa.ChunkedArray, docs: pa.ChunkedArray, q_codes: np.ndarray | None = None,
-            docs_fp: np.ndarray | None = None) -> np.ndarray | None:
-    """See :func:`duplicate_mask`; ``q_codes`` and ``docs_fp`` (``columns.fingerprints(docs)``):
-    when the caller has them."""
-    n = len(qids)
+def mask_of(block: Block) -> np.ndarray | None:
+    """:func:`duplicate_mask` of a block's rows, from its group codes and, where it has them, its
+    doc fingerprints (else hashed here)."""
+    n = len(block)
     if n < 2:
         return None
-    if q_codes is None:
-        q_codes = group_codes(qids)[0]
-    if docs_fp is None:
-        docs_fp = fingerprints(docs)
+    qids, docs = ids_of(block.rows, "query_id"), ids_of(block.rows, "doc_id")
+    q_codes = block.groups.codes
+    docs_fp = fingerprints(docs) if block.doc_fp is None else block.doc_fp
     if distinct_within_queries(docs_fp, q_codes) or distinct_within_small_queries(docs_fp, q_codes):
         return None
 
@@ -144,18 +143,18 @@ def _unit(table) -> tuple[str, str]:
     return (unit, unit) if unit is not None else ("row", "line")
 
 
-def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
-              only: np.ndarray | None = None, docs_fp: np.ndarray | None = None) -> np.ndarray | None:
+def kept_rows(table: Any, kind: Kind, policy: str, source: str, only: np.ndarray | None = None) -> np.ndarray | None:
     """Positions of the rows to keep under the duplicate policy (None: all of them), or an
-    InputError naming both lines of the first repeated pair (policy "error"). ``q_codes``:
-    ``columns.group_codes`` of the query ids, when the caller has them. ``only``: the rows the
-    policy applies to (a run's rows of queries the qrels hold: trec_eval accepts a repeated pair
-    in a query it does not evaluate); None for every row. ``docs_fp``: the doc ids' fingerprints,
-    when the caller has them."""
+    InputError naming both lines of the first repeated pair (policy "error"). ``table``: a table
+    or a :class:`~ndcg_plugin.arrays.block.Block` of one (its group codes and fingerprints are
+    used). ``only``: the rows the policy applies to (a run's rows of queries the qrels hold:
+    trec_eval accepts a repeated pair in a query it does not evaluate); None for every row."""
     if policy not in POLICIES:
         raise ValueError(f"duplicates must be 'error', 'first' or 'max', got {policy!r}")
+    block = table if isinstance(table, Block) else Block.of(table)
+    table = block.rows
     qids, docs, values, lines = _columns(table)
-    dup = mask_of(qids, docs, q_codes, docs_fp)
+    dup = mask_of(block)
     if dup is not None and only is not None:
         dup &= only
     if dup is None or not dup.any():
@@ -182,13 +181,22 @@ def kept_rows(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray |
     return np.flatnonzero(drop)
 
 
-def resolve_duplicates(table, kind: Kind, policy: str, source: str, q_codes: np.ndarray | None = None,
-                       only: np.ndarray | None = None, docs_fp: np.ndarray | None = None):
+def resolve_duplicates(table: Any, kind: Kind, policy: str, source: str, only: np.ndarray | None = None) -> Any:
     """Apply the duplicate policy ("error", "first", "max") to (query_id, doc_id) pairs of a
-    DataFrame (with a ``line`` column) or of the reader's columns (``only``: see :func:`kept_rows`)."""
-    keep = kept_rows(table, kind, policy, source, q_codes, only, docs_fp)
+    DataFrame (with a ``line`` column) or of the reader's columns, or of a
+    :class:`~ndcg_plugin.arrays.block.Block` of either (``only``: see :func:`kept_rows`): the
+    rows kept, as given (the same table or block when every row is kept; a block of fewer rows
+    is made anew, its group codes recomputed)."""
+    keep = kept_rows(table, kind, policy, source, only)
     if keep is None:
         return table
+    if isinstance(table, Block):
+        return Block.of(take_rows(table.rows, keep))
+    return take_rows(table, keep)
+
+
+def take_rows(table: Any, keep: np.ndarray) -> Any:
+    """The rows at ``keep`` (ascending) of a DataFrame or of the reader's columns, as a new one."""
     if hasattr(table, "layout"):
         from .lines import Parsed
         idx = from_numpy(keep.astype(np.int64))

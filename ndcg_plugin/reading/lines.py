@@ -44,6 +44,11 @@ class Parsed:
     def __len__(self) -> int:
         return len(self.value)
 
+    def slice(self, lo: int, hi: int) -> Parsed:
+        """Rows ``lo:hi`` (views, no copy)."""
+        return Parsed(self.layout, self.query_id.slice(lo, hi - lo), self.doc_id.slice(lo, hi - lo), self.value[lo:hi],
+                      None if self.line is None else self.line[lo:hi])
+
     @classmethod
     def empty(cls, layout: Layout) -> Parsed:
         """No rows, in the reader's columns."""

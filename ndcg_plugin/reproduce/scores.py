@@ -85,7 +85,7 @@ def blocks(run: Any, rows: int | None = None) -> list:
     qids = columns_of(run, "score")[0]
     if len(qids) <= rows:
         return [run]
-    codes = group_codes(qids)[0]
+    codes = group_codes(qids).codes
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     if len(starts) != int(codes.max()) + 1:  # a topic's rows in several places
         return [run]

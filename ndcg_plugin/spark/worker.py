@@ -26,11 +26,15 @@ again with every row shipped). A run grouped by query never has such a query.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from ..arrays.block import Block
 
 #: tags of the shuffled run rows
 CAND, WHOLE = 0, 1
@@ -60,9 +64,12 @@ def strings(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
 def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
     """The rows of one input partition of the run (q, d, s, split) that go to the shuffle, as
     (q, d, s, x): see the module's docstring."""
+    from ..arrays.block import Block
     from ..arrays.columns import group_codes
     from ..ranking.ranked import candidates
     from ..reading.duplicates import mask_of
+    from ..reading.formats import LAYOUTS
+    from ..reading.lines import Parsed
     n = table.num_rows
     qs, ds = table.column("q"), table.column("d")
     keys = None
@@ -74,7 +81,8 @@ def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
         qs, ds = strings(qs), strings(ds)
     score = table.column("s").to_numpy()
     split = table.column("split").to_numpy()
-    codes, _, sizes = group_codes(qs)
+    groups = group_codes(qs)
+    codes, sizes = groups.codes, groups.sizes
     new_split = np.ones(n, dtype=bool)
     new_split[1:] = split[1:] != split[:-1]
     new_run = new_split.copy()
@@ -93,7 +101,7 @@ def shipped_rows(table: pa.Table, k: int, pid: int) -> pa.Table:
         keep[:] = True
     else:
         keep[top] = True
-    repeated = mask_of(qs, ds, q_codes=codes, docs_fp=keys)
+    repeated = mask_of(Block(Parsed(LAYOUTS["trec"], qs, ds, score, None), groups, keys))
     if repeated is not None:
         keep |= repeated
     rows = pa.array(np.flatnonzero(keep))
@@ -168,45 +176,45 @@ def wide_schema(outputs: list) -> pa.Schema:
 POLICIES = ("error", "max")
 
 
-def _resolved(parsed, kind: str, x: np.ndarray | None,
-              keys: tuple = (None, None)) -> tuple[Any, np.ndarray | None, pa.Array | None]:
-    """``duplicates='max'``: (the rows with each repeated pair kept once, at its highest value, as
-    :func:`ndcg_plugin.reading.duplicates.kept_rows` keeps them; their ``x``; the query ids whose
-    repeated pair has a CAND row, or None). A query shipped with only its best rows cannot drop a
-    copy here: the row that would move up into its top K was not shipped. ``keys``: the rows'
-    group codes and doc fingerprints, when the caller has them."""
+def _resolved(block: Block, kind: str, x: np.ndarray | None) -> tuple[Block, np.ndarray | None, pa.Array | None]:
+    """``duplicates='max'``: (the block of the rows with each repeated pair kept once, at its highest
+    value, as :func:`ndcg_plugin.reading.duplicates.kept_rows` keeps them, or ``block`` when no pair
+    is repeated; their ``x``; the query ids whose repeated pair has a CAND row, or None). A query
+    shipped with only its best rows cannot drop a copy here: the row that would move up into its
+    top K was not shipped."""
+    from ..arrays.block import Block
     from ..reading.duplicates import kept_rows, mask_of
     from ..reading.lines import Parsed
-    codes, fp = keys
-    mask = mask_of(parsed.query_id, parsed.doc_id, codes, fp)
+    parsed = block.rows
+    mask = mask_of(block)
     if mask is None or not mask.any():
-        return parsed, x, None
+        return block, x, None
     doubtful = None
     if x is not None:
         cut = mask & (_tag_and_partition(x.astype(np.int64))[0] == CAND)
         doubtful = pc.unique(parsed.query_id.filter(pa.array(cut))) if cut.any() else None
     numbered = Parsed(parsed.layout, parsed.query_id, parsed.doc_id, parsed.value, np.arange(1, len(parsed) + 1))
-    keep = kept_rows(numbered, kind, "max", kind, q_codes=codes, docs_fp=fp)
+    keep = kept_rows(replace(block, rows=numbered), kind, "max", kind)
     if keep is None:
-        return parsed, x, doubtful
+        return block, x, doubtful
     idx = pa.array(keep)
-    return (Parsed(parsed.layout, parsed.query_id.take(idx), parsed.doc_id.take(idx), parsed.value[keep], None),
-            None if x is None else x[keep], doubtful)
+    kept = Parsed(parsed.layout, parsed.query_id.take(idx), parsed.doc_id.take(idx), parsed.value[keep], None)
+    return Block.of(kept), None if x is None else x[keep], doubtful
 
 
-def _applied(duplicates: str, qrels, run, x: np.ndarray, run_keys: tuple = (None, None)) -> tuple:
+def _applied(duplicates: str, qrels: Block, run: Block, x: np.ndarray) -> tuple:
     """(qrels, run, x, repeated qrels pairs, repeated run pairs, doubtful query ids) under the
-    policy: ``error`` finds the repeated pairs (:func:`_examples`), ``max`` keeps one copy of each
-    (:func:`_resolved`). ``run_keys``: the run's group codes and doc fingerprints, when the caller
-    has them."""
+    policy, for the blocks of the qrels and of the run: ``error`` finds the repeated pairs
+    (:func:`_examples`), ``max`` keeps one copy of each (:func:`_resolved`: then a block of
+    fewer rows is made anew)."""
     from ..reading.duplicates import mask_of
     if duplicates == "max":
         qrels, _, _ = _resolved(qrels, "qrels", None)
-        run, x, doubtful = _resolved(run, "run", x, run_keys)
+        run, x, doubtful = _resolved(run, "run", x)
         return qrels, run, x, {}, {}, doubtful
     if duplicates == "error":
-        return (qrels, run, x, _examples(qrels.query_id, qrels.doc_id, mask_of(qrels.query_id, qrels.doc_id)),
-                _examples(run.query_id, run.doc_id, mask_of(run.query_id, run.doc_id, *run_keys)), None)
+        return (qrels, run, x, _examples(qrels.rows.query_id, qrels.rows.doc_id, mask_of(qrels)),
+                _examples(run.rows.query_id, run.rows.doc_id, mask_of(run)), None)
     raise ValueError(f"duplicates must be one of {POLICIES}, got {duplicates!r}")
 
 
@@ -234,7 +242,7 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
     local engine (:func:`ndcg_plugin.engine.block.compute`), and the checks (repeated pairs, queries
     that could not be checked), in :func:`wide_schema`. ``duplicates``: one of :data:`POLICIES`;
     under ``max`` a query whose repeated pair came with only its best rows is ``unverified``."""
-    from ..arrays.columns import fingerprints, group_codes
+    from ..arrays.block import Block
     from ..engine import block as engine
     from ..ranking.qrels_index import QrelsIndex
     from ..reading.formats import LAYOUTS
@@ -244,21 +252,20 @@ def evaluated(table: pa.Table, specs: list, outputs: list, duplicates: str = "er
                    qt.column("x").to_numpy(), None)
     run = Parsed(LAYOUTS["trec"], strings(rt.column("q")), strings(rt.column("d")),
                  rt.column("s").to_numpy(), None)
-    groups, doc_fp = group_codes(run.query_id), fingerprints(run.doc_id)  # for the checks and the engine
-    qrels, kept, x, dup_qrels, dup_run, doubtful = _applied(duplicates, qrels, run, rt.column("x").to_numpy(),
-                                                            (groups[0], doc_fp))
-    if kept is not run:  # duplicates='max' dropped rows
-        run, groups, doc_fp = kept, group_codes(kept.query_id), None
-    codes, run_ids, sizes = groups
+    # the group codes and doc fingerprints of each, computed once: for the checks and the engine
+    qrels, run, x, dup_qrels, dup_run, doubtful = _applied(duplicates, Block.of(qrels).hashed(), Block.of(run).hashed(),
+                                                           rt.column("x").to_numpy())
+    codes, run_ids, sizes = run.groups
     unverified = _unverified(codes, len(sizes), x)
     if doubtful is not None:
         unverified |= pc.is_in(run_ids, value_set=doubtful).to_numpy(zero_copy_only=False)
     values: dict = {}
     if len(qrels):
         index = QrelsIndex(qrels)
-        nq, q_of_run, qids = index.nq, index.code_of(run_ids), index.qid_values.cast(pa.string())
+        run = run.with_q_map(index)
+        nq, q_of_run, qids = index.nq, run.q_map, index.qid_values.cast(pa.string())
         values = (engine.empty_values(index, specs) if dup_qrels or dup_run or not len(run)
-                  else engine.compute(index, run, specs, [], groups, q_of_run, doc_fp))  # counted: not warned of
+                  else engine.compute(index, run, specs, engine.Unmatched()))  # counted (returned): not warned of
     else:
         nq, q_of_run, qids = 0, np.full(len(sizes), -1), pa.array([], pa.string())
     matched, only_run = q_of_run >= 0, np.flatnonzero(q_of_run < 0)
