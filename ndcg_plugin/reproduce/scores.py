@@ -10,7 +10,6 @@ average, is ``eval``'s number.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import reading
-from ..arrays.columns import columns_of, group_codes
+from ..arrays.columns import columns_of
 from ..errors import InputError
-from ..evaluation import Evaluation, aggregate
+from ..evaluation import Evaluation
 from ..measures.aggregate import Values
 
 
@@ -65,60 +64,6 @@ def check_topics(run: Any, topics: pa.Array, source: str) -> None:
                          f"(e.g. {missing[0].as_py()!r}); are these the right qrels for this run?")
 
 
-#: rows per block of whole topics that a run is evaluated in (as ``eval`` streams a file in blocks:
-#: the engine's sorts over a block stay in cache)
-BLOCK_ROWS = 1 << 19
-
-
-def _slice(run: Any, start: int, stop: int) -> Any:
-    if hasattr(run, "layout"):  # the reader's columns
-        return dataclasses.replace(run, query_id=run.query_id.slice(start, stop - start),
-                                   doc_id=run.doc_id.slice(start, stop - start), value=run.value[start:stop],
-                                   line=None if run.line is None else run.line[start:stop])
-    return run.iloc[start:stop]
-
-
-def blocks(run: Any, rows: int | None = None) -> list:
-    """The run in blocks of whole topics, of about ``rows`` (:data:`BLOCK_ROWS`) rows each when its
-    rows are grouped by topic; else whole."""
-    rows = rows or BLOCK_ROWS
-    qids = columns_of(run, "score")[0]
-    if len(qids) <= rows:
-        return [run]
-    codes = group_codes(qids).codes
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    if len(starts) != int(codes.max()) + 1:  # a topic's rows in several places
-        return [run]
-    cuts = [0]
-    for start in starts.tolist():
-        if start - cuts[-1] >= rows:
-            cuts.append(start)
-    cuts.append(len(codes))
-    return [_slice(run, a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-
-
-def _engine_in_blocks(ev: Evaluation, run: Any, position: dict) -> tuple[dict, np.ndarray]:
-    """The engine's per-query values (:class:`ndcg_plugin.measures.aggregate.Values` by measure) of the whole
-    run, from ``ev`` (the engine's measures) on each of its :func:`blocks`, and the topic positions
-    they are over (the qrels index's queries, the same for every block): a topic's values come from
-    its block (a topic in no block: from the first)."""
-    combined: dict = {}
-    rows = np.zeros(0, dtype=np.int64)
-    for i, block in enumerate(blocks(run)):
-        results = ev.compute(block, per_query=True)
-        rows = np.array([position[str(q)] for q in results.query_ids], dtype=np.int64)
-        here = np.isin(rows, [position[str(q)] for q in pc.unique(columns_of(block, "score")[0]).to_pylist()])
-        for m, vals in results.values.items():
-            arrays = (vals.values, vals.hits, vals.returned)
-            if i == 0:
-                combined[m] = Values(*(None if a is None else np.array(a) for a in arrays))
-                continue
-            for whole, part in zip((combined[m].values, combined[m].hits, combined[m].returned), arrays, strict=True):
-                if part is not None:
-                    whole[here] = part[here]
-    return combined, rows
-
-
 def _per_topic(vals: Values) -> np.ndarray:
     """A measure's per-topic values: an item-level measure's ratio (0 where nothing was returned)."""
     if vals.hits is None or vals.returned is None:
@@ -129,20 +74,20 @@ def _per_topic(vals: Values) -> np.ndarray:
 
 def evaluate(ev: Evaluation, run: Any, topics: list[str]) -> Scored:
     """``ev``'s measures on a run (read by :func:`read_run`), per topic over ``topics`` (the qrels'),
-    with each measure's aggregate as ``eval`` computes it: the engine's measures on the run's
-    :func:`blocks` (as ``eval`` streams a file), aggregated by
-    :func:`ndcg_plugin.evaluation.aggregate` over every topic's values; the others on the whole
-    run. ``ev``'s qrels (a table) are indexed once, for every block and every run."""
+    with each measure's aggregate as ``eval`` computes it (the engine evaluates the run in blocks
+    of whole topics, as it evaluates any run in memory); the others on the whole run. ``ev``'s
+    qrels (a table) are indexed once, for every run."""
     measures = list(ev.measures)
     position = {t: i for i, t in enumerate(topics)}
     values = np.full((len(topics), len(measures)), np.nan)
     for j, m in enumerate(measures):
         values[:, j] = float(getattr(m, "DEFAULT", 0.0))
     aggregates: dict = {}
-    if ev.engine_measures:
-        combined, rows = _engine_in_blocks(ev.only(ev.engine_measures), run, position)
-        aggregates.update(aggregate(combined))
-        for m, vals in combined.items():
+    if ev.engine_measures:  # in blocks of whole topics, as eval evaluates a run in memory (sizes.BLOCK_ROWS)
+        results = ev.only(ev.engine_measures).compute(run, per_query=True)
+        rows = np.array([position[str(q)] for q in results.query_ids], dtype=np.int64)
+        aggregates.update(results.aggregates)
+        for m, vals in results.values.items():
             values[rows, measures.index(m)] = _per_topic(vals)
     if ev.other_measures:
         table = reading.to_table([run], "run") if hasattr(run, "layout") else run  # providers read DataFrames
