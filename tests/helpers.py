@@ -40,6 +40,7 @@ def run_main(*args: str, stdin: str | None = None, cwd=None) -> subprocess.Compl
             stack.enter_context(contextlib.chdir(cwd))
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("default")
+        warnings.showwarning = _show_warning  # not pytest's recorder: printed where the command prints it
         try:
             code = main(list(args))
         except SystemExit as e:
@@ -48,6 +49,12 @@ def run_main(*args: str, stdin: str | None = None, cwd=None) -> subprocess.Compl
             say("interrupted")
             code = 130
     return subprocess.CompletedProcess(["<main>", *args], code, out.getvalue(), err.getvalue())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Python's own way to show a warning: formatwarning's text (the command sets its own) written
+    to standard error as it is then (on any thread)."""
+    (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @contextlib.contextmanager
