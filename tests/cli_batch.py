@@ -28,9 +28,13 @@ def _value(stream: io.TextIOWrapper) -> str:
     return stream.buffer.getvalue().decode(stream.encoding, "surrogateescape")
 
 
-def one(argv: list[str], stdin: str | None) -> tuple[int, str, str]:
+def one(argv: list[str], stdin: str | None, setup=None) -> tuple[int, str, str]:
+    """``ndcg-plugin ARGV`` through run(): (exit status, stdout, stderr). ``setup``, if given, is
+    called with the command's standard output stream before it runs (a fault injected there)."""
     from ndcg_plugin.cli import commands
     out, err = _stream(sys.__stdout__), _stream(sys.__stderr__)
+    if setup is not None:
+        setup(out)
     data = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
     saved = sys.argv, sys.stdin, sys.stdout, sys.stderr
     sys.argv, sys.stdin, sys.stdout, sys.stderr = ["ndcg-plugin", *argv], data, out, err
