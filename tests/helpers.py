@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import math
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -34,6 +38,72 @@ def both_ways() -> list[tuple[str, contextlib.AbstractContextManager]]:
     from ndcg_plugin.arrays import speedups
 
     return [("C loops", contextlib.nullcontext()), ("numpy", speedups.disabled())]
+
+
+def run_main(*args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    """What :func:`run_cli` gives, from the command's :func:`~ndcg_plugin.cli.commands.main` called
+    in this process: for tests whose subject is what the command prints and its status, not the
+    process (signals, closed streams, what a process imports or reads from its environment at
+    start: those keep :func:`run_cli`). As the command does: every warning shown, once per place
+    (whatever pytest's filters say); an argparse exit is its status; Ctrl-C while the arguments are
+    read is 130. Any other exception propagates: the traceback the command would have printed."""
+    from ndcg_plugin.cli.commands import main
+    from ndcg_plugin.cli.terminal import say
+    out, err = io.StringIO(), io.StringIO()
+    data = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        stack.enter_context(_stdin(data))
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning  # not pytest's recorder: printed where the command prints it
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except KeyboardInterrupt:
+            say("interrupted")
+            code = 130
+    return subprocess.CompletedProcess(["<main>", *args], code, out.getvalue(), err.getvalue())
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Python's own way to show a warning: formatwarning's text (the command sets its own) written
+    to standard error as it is then (on any thread)."""
+    (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextlib.contextmanager
+def _stdin(stream):
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+BATCH = Path(__file__).with_name("cli_batch.py")
+
+
+def run_batch(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """Each ``ndcg-plugin ARGV`` of ``commands`` through the command's entry point, one after the
+    other in ONE new process (tests/cli_batch.py): a command that ends the process by a signal (or
+    an interpreter that cannot start) fails the test, naming that command. Many commands for one
+    process start: for stress tests whose cases each would otherwise start a process."""
+    boot = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+    child = subprocess.run([sys.executable, "-c", boot, str(BATCH)], capture_output=True, text=True,
+                           input=json.dumps([[list(argv), None] for argv in commands]))
+    outcomes = [json.loads(line) for line in child.stdout.splitlines()]
+    # what reached file descriptor 2 outside sys.stderr (a C library's message) would be some command's stderr
+    if child.returncode != 0 or len(outcomes) != len(commands) or child.stderr:
+        at = commands[len(outcomes)] if len(outcomes) < len(commands) else None
+        raise AssertionError(f"the process running {len(commands)} commands ended with status {child.returncode} "
+                             f"after {len(outcomes)} of them (next: {at}): {child.stderr[-2000:]}")
+    return [subprocess.CompletedProcess(["<batch>", *argv], code, out, err)
+            for argv, (code, out, err) in zip(commands, outcomes, strict=True)]
 
 
 def qrels_df(rows):

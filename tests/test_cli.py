@@ -80,7 +80,7 @@ def test_msmarco_run_and_stdin():
     (["eval", str(DATA / "tiny.qrels"), str(DATA / "tiny.run"), "HitRate@2", "-n"], "only makes sense with -q"),
 ])
 def test_errors_exit_2_with_one_message_and_no_traceback(args, message):
-    proc = run_cli(*args)
+    proc = helpers.run_main(*args)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -108,7 +108,7 @@ def test_crosscheck_with_a_trec_eval_binary():
     if not binary:
         pytest.skip("set NDCG_PLUGIN_TREC_EVAL to a trec_eval binary to cross-check against it")
     qrels, run = shared_file("trec_eval", "qrels.rel_level"), shared_file("trec_eval", "results.test")
-    proc = run_cli("crosscheck", str(qrels), str(run), "--trec-eval", binary,
+    proc = helpers.run_main("crosscheck", str(qrels), str(run), "--trec-eval", binary,
                    "-m", "NDCG_lin@10", "NDCG_exp@10", "HitRate(rel=2)@10", "HitRate_item@10", "MRR_zero@10",
                    "MRR_ignore(rel=2)@10")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -146,7 +146,7 @@ def test_former_tracebacks_end_in_one_line_and_exit_2(tmp_path, args, fragment):
     q, r = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
     r2 = tmp_path / "run2"
     r2.write_text((EXAMPLES / "example.run").read_text())
-    proc = run_cli(*[a.format(q=q, r=r, r2=r2) for a in args])
+    proc = helpers.run_main(*[a.format(q=q, r=r, r2=r2) for a in args])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and fragment in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -158,7 +158,7 @@ def test_a_provider_whose_library_is_missing_is_one_line_and_exit_2():
     missing = [name for name, p in ir_measures.providers.registry.items() if not p.is_available()]
     if not missing:
         pytest.skip("every ir-measures provider's library is installed here")
-    proc = run_cli("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "nDCG@5",
+    proc = helpers.run_main("eval", str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"), "nDCG@5",
                    "--provider", missing[0])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"--provider {missing[0]} is not available" in proc.stderr
@@ -194,25 +194,25 @@ def test_crosscheck_prints_enough_digits_to_show_why_values_match():
 
 
 def test_a_dataset_id_typo_suggests_the_closest_ids(tmp_path):
-    proc = run_cli("eval", "msmarco-passage/trec-dl-2091/judged", str(EXAMPLES / "example.run"), "nDCG@10")
+    proc = helpers.run_main("eval", "msmarco-passage/trec-dl-2091/judged", str(EXAMPLES / "example.run"), "nDCG@10")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "did you mean msmarco-passage/trec-dl-2019/judged" in proc.stderr
-    info = run_cli("datasets", "info", "msmarco-pasage/dev/small")
+    info = helpers.run_main("datasets", "info", "msmarco-pasage/dev/small")
     assert info.returncode == 2 and "did you mean msmarco-passage/dev/small" in info.stderr
 
 
 def test_eval_takes_measures_as_an_option_too():
     files = (str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run"))
-    proc = run_cli("eval", *files, "-m", "NDCG_lin@5", "HitRate@3")
-    positional = run_cli("eval", *files, "NDCG_lin@5", "HitRate@3")
+    proc = helpers.run_main("eval", *files, "-m", "NDCG_lin@5", "HitRate@3")
+    positional = helpers.run_main("eval", *files, "NDCG_lin@5", "HitRate@3")
     assert proc.returncode == 0 and proc.stdout == positional.stdout != ""
 
 
 def test_compare_says_what_to_do_with_m_first_or_one_run():
     q, r = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
-    first = run_cli("compare", "-m", "NDCG_lin@5", q, r, r)
+    first = helpers.run_main("compare", "-m", "NDCG_lin@5", q, r, r)
     assert first.returncode == 2 and "put it after the files" in first.stderr and "Traceback" not in first.stderr
-    one = run_cli("compare", q, r, "-m", "NDCG_lin@5")
+    one = helpers.run_main("compare", q, r, "-m", "NDCG_lin@5")
     assert one.returncode == 2 and "two or more runs" in one.stderr and one.stdout == ""
 
 
@@ -306,7 +306,7 @@ def test_places_minus_one_prints_every_digit_in_every_subcommand(command, tmp_pa
 
 
 def test_places_below_minus_one_is_a_usage_error():
-    proc = run_cli("eval", "q", "r", "NDCG_lin@10", "-p", "-2")
+    proc = helpers.run_main("eval", "q", "r", "NDCG_lin@10", "-p", "-2")
     assert proc.returncode == 2 and "expected an integer >= 0 or -1" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -382,7 +382,7 @@ def _tiny(tmp_path):
 def test_mistakes_end_in_one_clear_line(tmp_path, argv, words):
     q, r, r2 = _tiny(tmp_path)
     args = [a.format(q=q, r=r, r2=r2, dir=tmp_path) for a in argv]
-    proc = helpers.run_cli(*args, stdin="")
+    proc = helpers.run_main(*args, stdin="")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout == ""
     assert [ln for ln in proc.stderr.splitlines() if "error" in ln][-1:] and all(w in proc.stderr for w in words), \
@@ -398,20 +398,20 @@ def test_block_sizes_take_binary_units(text, size):
 
 def test_version_counts_aliases_and_ir_measures_spellings(tmp_path):
     q, r, _ = _tiny(tmp_path)
-    proc = helpers.run_cli("--version")
+    proc = helpers.run_main("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("ndcg-plugin ") and "ir-measures" in proc.stdout
     # counts are printed as integers (trec_eval's num_q); NumRelRet keeps the name typed
-    proc = helpers.run_cli("eval", q, r, "NumQ", "NumRelRet", "RR")
+    proc = helpers.run_main("eval", q, r, "NumQ", "NumRelRet", "RR")
     assert proc.stdout == "NumQ\t2\nNumRelRet\t2\nRR\t1.0000\n", proc.stderr
     # the ir-measures CLI's flags
-    proc = helpers.run_cli("eval", q, r, "RR", "--by_query", "--no_summary", "--output_format", "jsonl")
+    proc = helpers.run_main("eval", q, r, "RR", "--by_query", "--no_summary", "--output_format", "jsonl")
     assert [json.loads(ln)["query_id"] for ln in proc.stdout.splitlines()] == ["q1", "q2"]
 
 
 def test_plot_without_a_suffix_gets_png_and_the_real_path_is_reported(tmp_path):
     pytest.importorskip("matplotlib")
     q, r, r2 = _tiny(tmp_path)
-    proc = helpers.run_cli("compare", q, r, r2, "-m", "RR", "--plot", str(tmp_path / "mydiff"))
+    proc = helpers.run_main("compare", q, r, r2, "-m", "RR", "--plot", str(tmp_path / "mydiff"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "mydiff.png").read_bytes()[:4] == b"\x89PNG"
     assert f"wrote {tmp_path / 'mydiff.png'}" in proc.stderr
@@ -434,8 +434,8 @@ def test_irm_is_the_ir_measures_command_with_the_plugin_registered(tmp_path):
     `all`), with the plugin's measure known. By hand: q1 ranks its relevant d1 first (1), q2 ranks
     d3, not its relevant d2 (0); NDCG_exp@10 and nDCG@10 are both (1 + 0) / 2."""
     q, _, r2 = _tiny(tmp_path)
-    proc = helpers.run_cli("irm", q, r2, "NDCG_exp@10", "nDCG@10")
+    proc = helpers.run_main("irm", q, r2, "NDCG_exp@10", "nDCG@10")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "NDCG_exp@10\t0.5000\nnDCG@10\t0.5000\n"
-    proc = helpers.run_cli("irm", q, r2, "NDCG_exp@10", "-n")
+    proc = helpers.run_main("irm", q, r2, "NDCG_exp@10", "-n")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--no_summary" in proc.stderr

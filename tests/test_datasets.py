@@ -12,7 +12,7 @@ import pytest
 
 from ndcg_plugin.datasets import load as datasets
 from tests.conftest import msmarco_file
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 
@@ -234,9 +234,9 @@ def test_provider_msmarco_on_a_dataset_id_keeps_the_measures_it_computes(tmp_pat
     # every other query of dev/small is missing from the run and counts 0 (the MS MARCO script)
     run.write_text("".join(f"{q} Q0 {d} 2 1.0 x\n{q} Q0 unjudged{i} 1 5.0 x\n"
                            for i, (q, _, d, _) in enumerate(line.split() for line in lines[:3])))
-    proc = run_cli("eval", "msmarco-passage/dev/small", str(run), "--provider", "msmarco", "-p", "8")
+    proc = run_main("eval", "msmarco-passage/dev/small", str(run), "--provider", "msmarco", "-p", "8")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"RR@10\t{3 * 0.5 / n_queries:.8f}\n"
     assert "MRR_zero@10 left out: --provider msmarco does not compute it" in proc.stderr
-    named = run_cli("eval", "msmarco-passage/dev/small", str(run), "MRR_zero@10", "--provider", "msmarco")
+    named = run_main("eval", "msmarco-passage/dev/small", str(run), "MRR_zero@10", "--provider", "msmarco")
     assert_one_line_error(named, "provider msmarco does not compute MRR_zero@10")

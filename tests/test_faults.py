@@ -3,6 +3,7 @@ status (2; 130 for Ctrl-C), never a traceback, never a death by a signal, never 
 lost, nothing left half-written."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, msmarco_file
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 QRELS, RUN = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
 
@@ -97,7 +98,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
 
 @pytest.mark.parametrize("measure", ["P@0", "nDCG@0", "RR@0", "NDCG_lin@0", "Success@0"])
 def test_a_cutoff_of_0_is_refused(measure):
-    one_line(run_cli("eval", QRELS, RUN, measure), 2, f"invalid measure {measure!r}", "positive integer")
+    one_line(run_main("eval", QRELS, RUN, measure), 2, f"invalid measure {measure!r}", "positive integer")
 
 
 def test_ir_datasets_that_cannot_start_is_one_line_naming_the_variable(tmp_path):
@@ -298,15 +299,67 @@ def test_faults_at_random_points_end_in_one_line_and_the_right_status():
     assert faulted >= len(cases) // 2, faulted  # most draws hit a call
 
 
-@pytest.mark.parametrize(("point", "kind"), [("spark-evaluate", "MemoryError"), ("spark-evaluate", "KeyboardInterrupt"),
-                                             ("write", "ENOSPC"), ("write", "KeyboardInterrupt")])
-def test_faults_on_the_spark_engines_path_end_in_one_line(point, kind):
+SPARK_FAULTS = [("spark-evaluate", "MemoryError"), ("spark-evaluate", "KeyboardInterrupt"), ("write", "ENOSPC"),
+                ("write", "KeyboardInterrupt")]
+
+# the faults of SPARK_FAULTS, each raised at the first call of its point (as _inject(point, 1, kind)
+# raises it), in one process: one JVM started for the four commands instead of one each. Each command
+# runs through the command's entry point (tests/cli_batch.py); its point is patched before it runs
+# and restored after; one JSON line per command, as soon as it ends, on a copy of fd 1.
+SPARK_BATCH = """
+import errno, json, os, runpy, sys
+one = runpy.run_path(sys.argv[1])["one"]
+from ndcg_plugin.spark import jobs
+FAULTS = {"ENOSPC": lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "MemoryError": MemoryError,
+          "KeyboardInterrupt": KeyboardInterrupt}
+
+def failing(kind):
+    def wrapped(*a, **k):
+        raise FAULTS[kind]()
+    return wrapped
+
+real = jobs.Evaluation.aggregates
+with os.fdopen(os.dup(1), "w") as results:
+    for point, kind, argv in json.loads(sys.stdin.read()):
+        def setup(stdout, point=point, kind=kind):
+            if point == "write":
+                stdout.write = failing(kind)
+        if point == "spark-evaluate":
+            jobs.Evaluation.aggregates = failing(kind)
+        try:
+            outcome = one(argv, None, setup)
+        finally:
+            jobs.Evaluation.aggregates = real
+        results.write(json.dumps(outcome) + "\\n")
+        results.flush()
+"""
+
+
+@pytest.fixture(scope="module")
+def spark_faults() -> dict:
+    """{(point, kind): (status, stdout, stderr)} of ``eval --engine spark`` with each fault of
+    SPARK_FAULTS, from one process; that process must end with status 0 (never a signal) and
+    print nothing on standard error outside the commands (the JVM's own output included)."""
     pytest.importorskip("pyspark")
-    proc = _inject(point, 1, kind, ["eval", "--engine", "spark", "-q", QRELS, RUN, "NDCG_exp@10"])
-    code, fragments = EXPECTED[kind]
-    assert proc.returncode == code, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and all(f in lines[0] for f in fragments), proc.stderr
+    from tests.helpers import BATCH
+    command = ["eval", "--engine", "spark", "-q", QRELS, RUN, "NDCG_exp@10"]
+    child = subprocess.run([sys.executable, "-c", SPARK_BATCH, str(BATCH)], capture_output=True, text=True,
+                           timeout=600, input=json.dumps([[point, kind, command] for point, kind in SPARK_FAULTS]))
+    outcomes = [tuple(json.loads(line)) for line in child.stdout.splitlines()]
+    assert child.returncode == 0 and child.stderr == "" and len(outcomes) == len(SPARK_FAULTS), (
+        child.returncode, outcomes, child.stderr[-3000:])
+    return dict(zip(SPARK_FAULTS, outcomes, strict=True))
+
+
+@pytest.mark.parametrize(("point", "kind"), SPARK_FAULTS)
+def test_faults_on_the_spark_engines_path_end_in_one_line(point, kind, spark_faults):
+    """Was one process (one JVM) per fault: the four now share one process and one JVM, each
+    command still through the command's entry point with its own streams and the same checks."""
+    code, _, stderr = spark_faults[(point, kind)]
+    expected_code, fragments = EXPECTED[kind]
+    assert code == expected_code, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and all(f in lines[0] for f in fragments), stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc/self/mem (reads fail with EIO)")
@@ -320,7 +373,7 @@ def test_a_read_error_names_the_file_in_one_line(command):
         return
     args = {"eval-run": ["eval", QRELS, bad, "NDCG_exp@10"], "eval-qrels": ["eval", bad, RUN, "NDCG_exp@10"],
             "crosscheck": ["crosscheck", QRELS, bad, "-m", "NDCG_exp@10"]}[command]
-    one_line(run_cli(*args), 2, "/proc/self/mem: cannot be read", "Input/output error")
+    one_line(run_main(*args), 2, "/proc/self/mem: cannot be read", "Input/output error")
 
 
 def _interleaved(tmp_path) -> Path:

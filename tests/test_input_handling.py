@@ -13,7 +13,7 @@ import pytest
 import ndcg_plugin
 from ndcg_plugin import HitRate, InputError, MRR_ignore, MRR_zero, NDCG_exp, NDCG_lin
 from tests.conftest import shared_file
-from tests.helpers import qrels_df, run_cli, run_df
+from tests.helpers import qrels_df, run_cli, run_df, run_main
 
 DATA = Path(__file__).parent / "data"
 GOOD_RUN = "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n"
@@ -51,7 +51,7 @@ def test_cli_input_errors(tmp_path, case, which, content, line, fragment):
     good_q.write_text(GOOD_QRELS)
     good_r.write_text(GOOD_RUN)
     qrels, run = (bad, good_r) if which == "qrels" else (good_q, bad)
-    proc = cli("eval", str(qrels), str(run), "NDCG_lin@10")
+    proc = run_main("eval", str(qrels), str(run), "NDCG_lin@10")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 import ndcg_plugin
-from tests.helpers import run_cli
+from tests.helpers import run_main
 
 QRELS = "q1 0 d1 1\nq1 0 d2 2\nq2 0 d3 1\nq3 0 d9 1\n"
 RUN = "q1 Q0 d2 1 3.0 r\nq1 Q0 d1 2 2.0 r\nq1 Q0 d5 3 1.0 r\nq2 Q0 d4 1 2.0 r\nq2 Q0 d3 2 1.0 r\n"
@@ -58,9 +58,9 @@ def test_provider_ranx_takes_the_readers_string_columns(files, tmp_path):
     pytest.importorskip("ranx")
     q, r = files
     (tmp_path / "q12").write_text(QRELS.replace("q3 0 d9 1\n", ""))
-    proc = run_cli("eval", str(tmp_path / "q12"), r, "P@2", "--provider", "ranx")
+    proc = run_main("eval", str(tmp_path / "q12"), r, "P@2", "--provider", "ranx")
     # by hand: q1 has 2 relevant in its top 2, q2 1: (1 + 0.5) / 2
     assert proc.returncode == 0 and proc.stdout == "P@2\t0.7500\n", proc.stderr
     # ranx refuses qrels and runs with different queries (q3): its reason, in one line
-    proc = run_cli("eval", q, r, "P@2", "--provider", "ranx")
+    proc = run_main("eval", q, r, "P@2", "--provider", "ranx")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "provider ranx failed" in proc.stderr

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 from tests.conftest import msmarco_file
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 DL19 = "msmarco-passage/trec-dl-2019/judged"
 DEV = "msmarco-passage/dev/small"
@@ -49,7 +49,7 @@ def test_dl19_per_query_output_equals_trec_eval_for_every_query():
     names = {"nDCG@10": "ndcg_cut_10", "NDCG_lin@10": "ndcg_cut_10", "nDCG@100": "ndcg_cut_100",
              "NDCG_lin@100": "ndcg_cut_100", "R(rel=2)@1000": "recall_1000", "AP(rel=2)@10": "map_cut_10",
              "AP(rel=2)@100": "map_cut_100"}
-    proc = cli("eval", DL19, str(msmarco_file("run.dl19-passage.bm25.trec")), *names, "-q")
+    proc = run_main("eval", DL19, str(msmarco_file("run.dl19-passage.bm25.trec")), *names, "-q")
     assert proc.returncode == 0, proc.stderr
     got: dict = defaultdict(dict)
     for line in proc.stdout.strip().splitlines():
@@ -87,7 +87,7 @@ def _dev_run(tmp_path) -> tuple:
 
 def test_msmarco_dev_mrr10_convention_is_mrr_zero_at_10(tmp_path):
     run, expected = _dev_run(tmp_path)
-    proc = cli("eval", DEV, str(run), "-p", "-1")  # no measures: the official RR@10, plus MRR_zero@10
+    proc = run_main("eval", DEV, str(run), "-p", "-1")  # no measures: the official RR@10, plus MRR_zero@10
     assert proc.returncode == 0, proc.stderr
     assert "official measures of msmarco-passage/dev/small: RR@10" in proc.stderr
     assert "MRR_zero@10" in proc.stderr
@@ -99,7 +99,7 @@ def test_msmarco_dev_mrr10_convention_is_mrr_zero_at_10(tmp_path):
 
 def test_msmarco_dev_by_query_counts_queries_missing_from_the_run(tmp_path):
     run, expected = _dev_run(tmp_path)
-    proc = cli("eval", DEV, str(run), "MRR_zero@10", "MRR_ignore@10", "-q", "-p", "-1")
+    proc = run_main("eval", DEV, str(run), "MRR_zero@10", "MRR_ignore@10", "-q", "-p", "-1")
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in proc.stdout.strip().splitlines()]
     zero = {q: float(v) for q, m, v in rows if m == "MRR_zero@10" and q != "all"}

@@ -21,7 +21,7 @@ from ndcg_plugin import HitRate_item, InputError, MRR_zero, NDCG_exp, NDCG_lin, 
 from ndcg_plugin.reading import read_columns
 from ndcg_plugin.reading.ahead import RunFile
 from ndcg_plugin.reading.parquet import is_parquet
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 MEASURES = [NDCG_exp @ 10, NDCG_lin @ 3, HitRate_item @ 5, MRR_zero @ 10]
 
@@ -389,23 +389,23 @@ def test_cli_text_qrels_with_a_parquet_run_prints_what_the_text_run_gives(tmp_pa
 
 def test_cli_parquet_qrels_and_run_print_what_the_text_files_give(tmp_path):
     qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
-    want = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10")
-    got = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10")
+    want = run_main("eval", str(qrels_text), str(run_text), "NDCG_exp@10")
+    got = run_main("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10")
     assert want.returncode == got.returncode == 0 and got.stdout == want.stdout, got.stderr
 
 
 def test_parquet_qrels_read_whole_by_the_cli(tmp_path):
     # with a measure of another provider the run is read whole, and so are the qrels
     qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
-    want = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "AP")
-    got = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "AP")
+    want = run_main("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "AP")
+    got = run_main("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "AP")
     assert want.returncode == got.returncode == 0 and got.stdout == want.stdout, got.stderr
 
 
 def test_cli_parquet_errors_are_one_line_naming_file_and_row(tmp_path):
     qrels_text, _, _, _ = _logs(tmp_path)
     bad = _file(tmp_path, query_id=["u1", "u1"], doc_id=["a", "b"], score=[1.0, float("nan")])
-    proc = run_cli("eval", str(qrels_text), str(bad), "NDCG_exp@10")
+    proc = run_main("eval", str(qrels_text), str(bad), "NDCG_exp@10")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == f"ndcg-plugin: error: {bad}: row 1: score must be a finite number, got nan; NaN or " \
                                   "infinite scores have no defined rank"
@@ -443,8 +443,8 @@ RUN_NAMES = {"query_id": "user_id", "doc_id": "item_id", "score": "prediction"}
                          ids=["streamed", "whole", "other-provider", "small-blocks"])
 def test_cli_column_options_read_parquet_files_with_other_names(tmp_path, extra):
     qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
-    want = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "MRR_ignore@5", *extra)
-    got = run_cli("eval", str(_renamed(qrels_pq, QRELS_NAMES)), str(_renamed(run_pq, RUN_NAMES)),
+    want = run_main("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "MRR_ignore@5", *extra)
+    got = run_main("eval", str(_renamed(qrels_pq, QRELS_NAMES)), str(_renamed(run_pq, RUN_NAMES)),
                   "NDCG_exp@10", "MRR_ignore@5", *extra, "--qrels-columns",
                   "query_id=user_id,doc_id=item_id,relevance=rating",
                   "--run-columns", "query_id=user_id,doc_id=item_id,score=prediction")
@@ -453,11 +453,11 @@ def test_cli_column_options_read_parquet_files_with_other_names(tmp_path, extra)
 
 def test_cli_column_options_refused_in_one_line(tmp_path):
     qrels_text, qrels_pq, run_text, run_pq = _logs(tmp_path)
-    missing = run_cli("eval", str(qrels_pq), str(_renamed(run_pq, RUN_NAMES)), "NDCG_exp@10")
+    missing = run_main("eval", str(qrels_pq), str(_renamed(run_pq, RUN_NAMES)), "NDCG_exp@10")
     assert missing.returncode == 2 and "missing columns" in missing.stderr and "Traceback" not in missing.stderr
-    bad = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "user_id")
+    bad = run_main("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "user_id")
     assert bad.returncode == 2 and "expected NAME=COLUMN" in bad.stderr
-    unknown = run_cli("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "rating=x")
+    unknown = run_main("eval", str(qrels_pq), str(run_pq), "NDCG_exp@10", "--run-columns", "rating=x")
     assert unknown.returncode == 2 and "columns maps the run columns" in unknown.stderr
-    text = run_cli("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "--run-columns", "query_id=u")
+    text = run_main("eval", str(qrels_text), str(run_text), "NDCG_exp@10", "--run-columns", "query_id=u")
     assert text.returncode == 2 and "Parquet file" in text.stderr and len(text.stderr.strip().splitlines()) == 1

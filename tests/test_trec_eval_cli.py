@@ -20,7 +20,7 @@ from ndcg_plugin.cli.trec_eval import parse
 from ndcg_plugin.errors import UsageError
 from ndcg_plugin.trec_eval import command as trec_eval_cli
 from tests.conftest import shared_file
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_main
 
 NOT_COMPUTED = re.compile(r"^(relstring(_\d+)?|rbp|rbp_resid|unj_\d+)\s")
 
@@ -62,7 +62,7 @@ def test_suite_outputs_byte_for_byte(command, expected):
     are refused (test_parameters_pytrec_eval_mishandles_are_refused) and left out of the command."""
     d = shared_file("trec_eval")
     want = [ln for ln in (d / expected).read_text().splitlines(keepends=True) if not NOT_COMPUTED.match(ln)]
-    done = run_cli("trec_eval", *command.split(), cwd=d)
+    done = run_main("trec_eval", *command.split(), cwd=d)
     assert done.returncode == 0, done.stderr
     got = done.stdout.splitlines(keepends=True)
     if expected == "out.test.meas_params":
@@ -159,7 +159,7 @@ def test_first_parameters_win_and_official_is_the_default(tmp_path):
 ])
 def test_refusals_name_what_is_refused(argv, words, tmp_path):
     q, r = _files(tmp_path, "q1 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n")
-    done = run_cli("trec_eval", *argv, q, r)
+    done = run_main("trec_eval", *argv, q, r)
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert all(w in done.stderr for w in words), done.stderr
@@ -174,11 +174,11 @@ def test_parameters_pytrec_eval_mishandles_are_refused(measure, tmp_path):
 
 
 def test_wrong_number_of_files_help_and_version():
-    done = run_cli("trec_eval", "-q", "only_one_file")
+    done = run_main("trec_eval", "-q", "only_one_file")
     assert done.returncode == 2 and "two files" in done.stderr
-    done = run_cli("trec_eval", "--help")
+    done = run_main("trec_eval", "--help")
     assert done.returncode == 0 and "-M, --Max_retrieved_per_topic" in done.stdout
-    done = run_cli("trec_eval", "-v")
+    done = run_main("trec_eval", "-v")
     assert done.returncode == 0 and done.stdout.startswith("trec_eval version 10.0")
 
 
