@@ -318,18 +318,18 @@ def failing(kind):
         raise FAULTS[kind]()
     return wrapped
 
-real = jobs.Evaluation.aggregates
+real = jobs.SparkJob.aggregates
 with os.fdopen(os.dup(1), "w") as results:
     for point, kind, argv in json.loads(sys.stdin.read()):
         def setup(stdout, point=point, kind=kind):
             if point == "write":
                 stdout.write = failing(kind)
         if point == "spark-evaluate":
-            jobs.Evaluation.aggregates = failing(kind)
+            jobs.SparkJob.aggregates = failing(kind)
         try:
             outcome = one(argv, None, setup)
         finally:
-            jobs.Evaluation.aggregates = real
+            jobs.SparkJob.aggregates = real
         results.write(json.dumps(outcome) + "\\n")
         results.flush()
 """
