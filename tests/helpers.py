@@ -1,4 +1,5 @@
-"""Small builders for tests, and the one way tests run the command in a process of its own."""
+"""Small builders for tests, and the ways tests run the command: in a process of its own (run_cli),
+through main() in this process (run_main), many commands in one process (run_batch)."""
 from __future__ import annotations
 
 import contextlib
@@ -56,7 +57,7 @@ def run_main(*args: str, stdin: str | None = None, cwd=None) -> subprocess.Compl
         stack.enter_context(contextlib.redirect_stderr(err))
         stack.enter_context(_stdin(data))
         if cwd is not None:
-            stack.enter_context(contextlib.chdir(cwd))
+            stack.enter_context(_cwd(cwd))
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning  # not pytest's recorder: printed where the command prints it
@@ -74,6 +75,17 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     """Python's own way to show a warning: formatwarning's text (the command sets its own) written
     to standard error as it is then (on any thread)."""
     (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextlib.contextmanager
+def _cwd(path):
+    """contextlib.chdir, which Python 3.10 lacks."""
+    saved = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
 
 
 @contextlib.contextmanager

@@ -87,10 +87,12 @@ def ideal_dcg_by_hand(labels, measure, k):
 
 
 @pytest.mark.filterwarnings("ignore:.*no query has a value:RuntimeWarning")
-@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("seed", range(12))
 def test_explain_numbers_are_engine_compute_numbers(seed):
     """explain's value is what engine.compute gives the query among all queries; for NDCG its DCG and
-    IDCG columns are the hand computation's, and their ratio is the value."""
+    IDCG columns are the hand computation's, and their ratio is the value. 12 cases (was 25: each
+    costs ~0.7 s of explain() calls, 36 per case); 7 of them hold a qrels query the run lacks, 10 a
+    negative label, all of them ties (the 12 hold the maximum list length of the 25)."""
     qrels, run = random_case(seed)
     index = engine.QrelsIndex(qrels)
     for text in EXPLAINED:
