@@ -78,15 +78,16 @@ def compute_block(index: QrelsIndex, run, specs: Iterable[Spec]) -> BlockValues:
     families = {spec: family(spec.family) for spec in specs}
     block = run if isinstance(run, Block) else Block.of(run)
     every = any(s.judged_only or families[s].needs_every_row(s) for s in specs)
+    depths = {s: families[s].depth(s) for s in specs}
     # with one depth asked of every row, a ranked run is cut at it as it is joined
-    cut = None if every or not specs or any(s.cutoff is None for s in specs) else max(s.cutoff for s in specs)
+    cut = None if every or not specs or any(d is None for d in depths.values()) else max(depths.values())
     rows = ranking.join(index, block, depth=cut)
     if every:
         rows.judge(index)  # these need the relevance of every row, not only the top ones
     by_judged: dict[bool, ranking.RankedRun] = {}
     for judged_only in sorted({s.judged_only for s in specs}):
         mine = [s for s in specs if s.judged_only == judged_only]
-        depth = None if any(s.cutoff is None for s in mine) else max(s.cutoff for s in mine)
+        depth = None if any(depths[s] is None for s in mine) else max(depths[s] for s in mine)
         # judged_only, as trec_eval -J: drop unjudged docs and negative labels, then rank
         subset = rows.subset(rows.judged & (rows.rel >= 0)) if judged_only else rows
         by_judged[judged_only] = ranking.rank_rows(subset, depth, index, any(s.ties == "average" for s in mine))

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ir_measures.measures.base import Agg, MeanAgg
+from ir_measures.measures.base import Agg, MeanAgg, SumAgg
 
 from ..arrays.exact import ExactSum, ratio
 
@@ -91,12 +91,24 @@ class ExactMeanAgg(ArrayAgg):
         return self.sum.mean()
 
 
+class ExactSumAgg(ExactMeanAgg):
+    """The sum of the values added (ir-measures' SumAgg: the counts ``NumQ``, ``NumRet``,
+    ``NumRel``), summed exactly; 0.0 when none was added."""
+
+    def result(self) -> float:
+        if self.other:
+            return sum(self.other) + self.sum.total()
+        return self.sum.total()
+
+
 def array_aggregator(measure) -> ArrayAgg | None:
     """The measure's aggregator as one that takes whole columns (an ir-measures mean is taken
     exactly, as :class:`ExactMeanAgg`); None for an aggregator of another kind."""
     agg = measure.aggregator()
     if isinstance(agg, MeanAgg):
         return ExactMeanAgg()
+    if isinstance(agg, SumAgg):
+        return ExactSumAgg()
     return agg if isinstance(agg, ArrayAgg) else None
 
 

@@ -234,6 +234,8 @@ class Family:
     trec_eval_names: ClassVar[dict[str, tuple[str, str | None]]] = {}
     #: rows of the conventions table of docs/measures.md that are this family's own
     conventions: ClassVar[tuple[str, ...]] = ()
+    #: how the family computes the built-ins it serves, for docs/measures.md ("" when it has none)
+    formula: ClassVar[str] = ""
 
     @property
     def measures(self) -> tuple[PluginMeasure, ...]:
@@ -246,6 +248,11 @@ class Family:
         """The Spec of a built-in measure of :attr:`builtins` (ValueError for parameters the
         engine would compute differently from pytrec_eval)."""
         self._refuse(f"the engine's reading of the built-in {getattr(measure, 'NAME', measure)}")
+
+    def depth(self, spec: Spec) -> int | None:
+        """How deep the local engine must rank a query's rows for this spec: the cutoff (None: the
+        whole list). A family whose values read no order, or read deeper than the cutoff, says so."""
+        return spec.cutoff
 
     def needs_every_row(self, spec: Spec) -> bool:
         """Whether the local engine must join the relevance of every run row (not only of the rows
