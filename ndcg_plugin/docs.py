@@ -55,8 +55,9 @@ pytrec_eval 0.5.11, ranx 0.3.21, cwl-eval, pyndeval, trectools and pandas 3.1 in
 provider with the others); the same outcome for every test. Without `--object-strings` (pandas'
 `str` dtype, which ranx refuses): 2 failed, 32 passed, 87 subtests passed, in both runs.
 
-The plugin's engine computes the built-in `nDCG` (`dcg='log2'` or `'exp-log2'`), `RR` and
-`Success` only when asked: `ndcg_plugin.register(serve_builtins=True)` (the provider moves first
+The plugin's engine computes the built-ins its families serve (`nDCG` with `dcg='log2'` or
+`'exp-log2'`, `RR`, `Success`, and trec_eval's measures below: `AP`, `P`, `R`, `Rprec`, `Bpref`,
+`NumQ`, `NumRet`, `NumRel`) only when asked: `ndcg_plugin.register(serve_builtins=True)` (the provider moves first
 in the pipeline; `ndcg_plugin.register()` undoes it), the provider by name
 (`ir_measures.providers.registry["ndcg_plugin"]`), or `ndcg-plugin eval`, which computes every
 measure the engine can (trec_eval's tie rule) and names on stderr the printed measures another
@@ -101,6 +102,27 @@ def _param_rows(measure) -> list[str]:
     return rows
 
 
+def _trec_eval_section() -> list[str]:
+    """The built-ins computed natively as trec_eval 10.0 computes them, family by family: their
+    names here and in trec_eval, and the family's own formula."""
+    out = ["## trec_eval's measures, computed by the engine", "",
+           "ir-measures' built-ins that the engine computes as trec_eval 10.0 computes them (the same doubles: "
+           "sums in rank order, trec_eval's tie rule and reading of labels). `ndcg-plugin eval`, `compare`, "
+           "`reproduce`, `crosscheck` and `ndcg-plugin trec_eval` compute them natively; the ir-measures "
+           "pipeline only with `ndcg_plugin.register(serve_builtins=True)`.", "",
+           "| family | ir-measures | trec_eval |", "|---|---|---|"]
+    for f in registry.families():
+        if f.formula:
+            names = ", ".join(f"`{n}`" for n in f.builtins)
+            trec = ", ".join(f"`{n}` (`{twin}`)" for n, (twin, _) in f.trec_eval_names.items())
+            out.append(f"| {f.name} | {names} | {trec} |")
+    out.append("")
+    for f in registry.families():
+        if f.formula:
+            out += [f"### {f.name}", "", "```", inspect.cleandoc(f.formula), "```", ""]
+    return out
+
+
 def measures_markdown() -> str:
     ours = registry.measures()
     out = ["# Measures", "",
@@ -121,6 +143,7 @@ def measures_markdown() -> str:
         out += _param_rows(m)
         out += ["", f"trec_eval counterpart: {m.TREC_EVAL}. Example: `{m @ 10}`", ""]
     family_rows = "".join(row + "\n" for f in registry.families() for row in f.conventions)
+    out += _trec_eval_section()
     out.append(CONVENTIONS.replace("{family_rows}\n", family_rows))
     out.append(BUILTINS)
     return "\n".join(out)

@@ -209,7 +209,9 @@ def test_serving_builtins_is_opt_in_and_undone_by_register(serving_builtins):
     (ir_measures.nDCG(gains={1: 0.5}), "gains must map labels >= 0 to integer gains >= 0"),
     (ir_measures.nDCG(dcg="exp-log2", gains={1: 2}), "gains are defined for dcg='log2' only"),
     (ir_measures.Success @ 0, "cutoff must be a positive integer"),
-    (ir_measures.AP, "does not compute AP"),
+    (ir_measures.infAP, "does not compute infAP"),
+    (ir_measures.P(rel=0) @ 5, "rel must be an integer >= 1"),
+    (ir_measures.R @ 0, "cutoff must be a positive integer"),
 ])
 def test_provider_by_name_refuses_parameters_it_would_compute_differently(measure, message):
     provider = ir_measures.providers.registry["ndcg_plugin"]

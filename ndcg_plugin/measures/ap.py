@@ -37,7 +37,7 @@ class APFamily(Family):
     name = "ap"
     variants = ("ap",)
     builtins = ("AP",)
-    trec_eval_names = {"map": ("AP", None), "map_cut": ("AP@{k}", None), "gm_map": ("AP", None)}
+    trec_eval_names = {"map": ("AP", None), "map_cut": ("AP@{k}", None)}
     conventions = (
         "| AP denominator | the query's relevant docs in the qrels (trec_eval `map`), also with a cutoff "
         "(`map_cut.k`; Spark's RankingEvaluator divides by min(relevant, k)) "

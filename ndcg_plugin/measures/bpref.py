@@ -38,7 +38,7 @@ class BprefFamily(Family):
     name = "bpref"
     variants = ("bpref",)
     builtins = ("Bpref",)
-    trec_eval_names = {"bpref": ("Bpref", None), "gm_bpref": ("Bpref", None)}
+    trec_eval_names = {"bpref": ("Bpref", None)}
     conventions = (
         "| bpref's non-relevant docs | judged with a label 0..rel-1; negative labels and unjudged docs are skipped, "
         "as trec_eval skips them | `test_bpref_skips_unjudged_and_negative_labels` |",

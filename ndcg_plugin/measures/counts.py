@@ -49,7 +49,7 @@ class CountsFamily(Family):
     variants = ("q", "ret", "rel_ret", "rel")
     builtins = ("NumQ", "NumRet", "NumRel")
     trec_eval_names = {"num_q": ("NumQ", None), "num_ret": ("NumRet", None), "num_rel": ("NumRel", None),
-                       "num_rel_ret": ("NumRet(rel=1)", None)}
+                       "num_rel_ret": ("NumRelRet", None)}
     conventions = (
         "| counts of a qrels query absent from the run | `NumQ` 1, `NumRel` its relevant docs, `NumRet` and "
         "`NumRet(rel=r)` 0, as trec_eval `-c` (ir-measures' pytrec_eval provider gives 0 for all four) "

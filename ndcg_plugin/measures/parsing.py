@@ -8,18 +8,11 @@ import ir_measures
 
 from .registry import families, measures
 
-#: trec_eval measure names without a plugin counterpart -> their ir-measures name ("{k}": a cutoff);
-#: each family adds its own (Family.trec_eval_names)
-_OTHER_TREC_EVAL_NAMES = {
-    "P": ("P@{k}", None), "map": ("AP", None), "map_cut": ("AP@{k}", None), "recall": ("R@{k}", None),
-    "Rprec": ("Rprec", None), "bpref": ("Bpref", None), "num_rel_ret": ("NumRelRet", None),
-    "num_ret": ("NumRet", None), "num_rel": ("NumRel", None),
-}
-
 
 def trec_eval_names() -> dict[str, tuple[str, str | None]]:
-    """trec_eval measure names -> (ir-measures name, the plugin's counterpart or None)."""
-    out = dict(_OTHER_TREC_EVAL_NAMES)
+    """trec_eval measure names -> (ir-measures name, the plugin's counterpart or None), as each
+    family names the ones it computes (Family.trec_eval_names)."""
+    out: dict = {}
     for f in families():
         out.update(f.trec_eval_names)
     return out

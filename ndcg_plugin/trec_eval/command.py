@@ -47,7 +47,12 @@ NOT_COMPUTED = ("relstring", "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "ndc
 DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
 #: trec_eval's default cutoffs of the measures the engine computes that take cutoffs (which
 #: measures these are, and their ir-measures twins, the families say: Family.trec_eval_names)
-ENGINE_CUTOFFS = {"ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000), "success": (1, 5, 10)}
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+ENGINE_CUTOFFS = {"ndcg_cut": _CUTS, "P": _CUTS, "recall": _CUTS, "map_cut": _CUTS, "success": (1, 5, 10)}
+#: trec_eval's geometric-mean measures: the per-query value of another, whose log (of at least
+#: trec_eval's MIN_GEO_MEAN) the summary averages
+GEOMETRIC_OF = {"gm_map": "map", "gm_bpref": "bpref"}
+MIN_GEO_MEAN = 0.00001
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
 
 
@@ -87,7 +92,8 @@ def _engine_twins() -> dict[str, str]:
     """trec_eval measure -> the ir-measures measure the engine computes as it (a template with
     ``{k}`` for a cutoff), from the families (:attr:`~ndcg_plugin.measures.base.Family.trec_eval_names`)."""
     from ..measures.registry import families
-    return {name: twin for f in families() for name, (twin, _) in f.trec_eval_names.items()}
+    twins = {name: twin for f in families() for name, (twin, _) in f.trec_eval_names.items()}
+    return {**twins, **{gm: twins[of] for gm, of in GEOMETRIC_OF.items() if of in twins}}
 
 
 def _engine_cutoffs(name: str, params: str) -> tuple | None | bool:
@@ -162,10 +168,14 @@ def _engine_measures(name: str, cutoffs, level: int) -> list[tuple[str, object]]
     """(printed name, ir-measures measure) of an engine-computed trec_eval measure; trec_eval's
     -l is the measure's ``rel`` where it has one."""
     import ir_measures
+    from ir_measures.providers.base import NOT_PROVIDED
 
     def twin(k):
         measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k))
-        return measure(rel=level) if "rel" in measure.SUPPORTED_PARAMS else measure
+        info = measure.SUPPORTED_PARAMS.get("rel")
+        # -l is the threshold of a measure that has one (NumRet has none unless it is NumRelRet)
+        thresholded = info is not None and ("rel" in measure.params or info.default is not NOT_PROVIDED)
+        return measure(rel=level) if thresholded else measure
     if cutoffs is None:
         return [(name, twin(None))]
     return [(f"{name}_{k}", twin(k)) for k in cutoffs]
@@ -222,11 +232,14 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     bogus = {q for q in qids if q not in run} if o.complete else set()
     run = {q: run.get(q, {BOGUS_DOC: 1.0}) for q in qids if q in run or o.complete}
     values: dict = {q: {} for q in run}
+    thresholded = p.pytrec + [fam if cutoffs is None else f"{fam}.{','.join(map(str, cutoffs))}"
+                              for fam, cutoffs in p.engine]
+    if o.level < 1 and thresholded:
+        raise UsageError(f"trec_eval -l {o.level}: {', '.join(thresholded)} take relevance levels of 1 or more "
+                         f"here (a level of 0 would count judged non-relevant documents as relevant); run "
+                         f"trec_eval itself for -l {o.level}")
     if p.pytrec:
         import pytrec_eval
-        if o.level < 1:
-            raise UsageError(f"trec_eval -l {o.level}: pytrec_eval, which computes {', '.join(p.pytrec)}, takes "
-                             f"relevance levels of 1 or more; run trec_eval itself for -l {o.level}")
         refuse_crashing_queries(qrels_table, p.pytrec, o.qrels)
         ev = pytrec_eval.RelevanceEvaluator(qrels, set(p.pytrec), relevance_level=o.level,
                                             judged_docs_only_flag=o.judged_only)
@@ -291,10 +304,11 @@ def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) 
     for metric in res.metrics():
         got[metric.measure][metric.query_id] = metric.value
     for name, m in measures:
+        geometric = name in GEOMETRIC_OF
         for q in values:
             v = got[m].get(q, math.nan)
             if not math.isnan(v):
-                values[q][name] = v
+                values[q][name] = math.log(max(v, MIN_GEO_MEAN)) if geometric else v
 
 
 def _at_level(measure, level: int):
