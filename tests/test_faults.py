@@ -119,12 +119,13 @@ def test_queries_with_only_negative_labels_never_reach_pytrec_eval(tmp_path, lab
     # measures need no pytrec_eval
     (tmp_path / "q").write_text(f"q1 0 d1 1\nq2 0 d2 {label}\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 1 r\nq2 Q0 d3 1 1 r\n")
-    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "AP"), 2, "query 'q2' has only negative labels",
-             "AP")
+    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "infAP"), 2,
+             "query 'q2' has only negative labels", "infAP")
     one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "nDCG@10", "--provider", "pytrec_eval"), 2,
              "query 'q2'")
-    proc = run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "NDCG_lin@10", "RR")
-    assert proc.returncode == 0 and proc.stdout == "NDCG_lin@10\t0.5000\nRR\t0.5000\n"
+    proc = run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "NDCG_lin@10", "RR", "AP")
+    # q1: d1 relevant at rank 1 (1 each); q2: no relevant doc (0 each): means of 0.5
+    assert proc.returncode == 0 and proc.stdout == "NDCG_lin@10\t0.5000\nRR\t0.5000\nAP\t0.5000\n"
     proc = run_cli("crosscheck", str(tmp_path / "q"), str(tmp_path / "r"))
     assert proc.returncode == 0 and "MISMATCH" not in proc.stdout
 

@@ -13,11 +13,12 @@ from contextlib import contextmanager
 import ir_measures
 
 from ..errors import Unsupported
-from . import ap, bpref, counts, hitrate, mrr, ndcg, precision
+from . import ap, bpref, counts, hitrate, iprec, mrr, ndcg, precision
 from .base import Family, PluginMeasure, Spec
 
 _FAMILIES: dict[str, Family] = {f.name: f for f in (ndcg.FAMILY, hitrate.FAMILY, mrr.FAMILY, ap.FAMILY,
-                                                    precision.FAMILY, bpref.FAMILY, counts.FAMILY)}
+                                                    precision.FAMILY, bpref.FAMILY, counts.FAMILY,
+                                                    iprec.FAMILY)}
 
 
 #: the families the package registers on import (every process that imports it has them)

@@ -220,6 +220,14 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
               file=sys.stderr)
+    engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level)]
+    plugin = [(str(m), _at_level(m, o.level)) for m in p.plugin]
+    _check_level(o, p)
+    if use_engine:
+        from . import native
+        report = native.evaluate(o, p, engine, plugin)
+        if report is not None:
+            return report
     run_data = sys.stdin.buffer.read() if o.run == "-" else o.run
     qrels_table = reading.read(o.qrels, "qrels")
     run_table = reading.read(run_data, "run", source=o.run, run_format="trec", queries=qrels_queries(qrels_table))
@@ -232,12 +240,6 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     bogus = {q for q in qids if q not in run} if o.complete else set()
     run = {q: run.get(q, {BOGUS_DOC: 1.0}) for q in qids if q in run or o.complete}
     values: dict = {q: {} for q in run}
-    thresholded = p.pytrec + [fam if cutoffs is None else f"{fam}.{','.join(map(str, cutoffs))}"
-                              for fam, cutoffs in p.engine]
-    if o.level < 1 and thresholded:
-        raise UsageError(f"trec_eval -l {o.level}: {', '.join(thresholded)} take relevance levels of 1 or more "
-                         f"here (a level of 0 would count judged non-relevant documents as relevant); run "
-                         f"trec_eval itself for -l {o.level}")
     if p.pytrec:
         import pytrec_eval
         refuse_crashing_queries(qrels_table, p.pytrec, o.qrels)
@@ -249,8 +251,6 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
             values[q].update({k: 0.0 for k in values[q] if k == "num_ret" or family_of(k) == "utility"})
     for fam, given in p.interp:
         _interpolated(fam, given, qrels, run, o, values)
-    engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level)]
-    plugin = [(str(m), _at_level(m, o.level)) for m in p.plugin]
     if engine or plugin:
         real = {q: docs for q, docs in run.items() if q not in bogus}  # the engine's empty ranking
         _engine_values(engine + plugin, real, qrels_table, values)
@@ -269,6 +269,16 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     tag = _run_tag(run_data) if "runid" in order else ""
     recount = sum(1 for judged in qrels.values() for x in judged.values() if x > 0) if o.complete else None
     return Report([q for q in qids if q in run], names, values, tag, recount)
+
+
+def _check_level(o: Options, p: Plan) -> None:
+    """-l below 1: a UsageError naming the measures that take a relevance level here."""
+    thresholded = [m for m in p.pytrec if m not in ("runid", "num_q")] + [fam for fam, _ in p.interp] + [
+        fam if cutoffs is None else f"{fam}.{','.join(map(str, cutoffs))}" for fam, cutoffs in p.engine]
+    if o.level < 1 and thresholded:
+        raise UsageError(f"trec_eval -l {o.level}: {', '.join(thresholded)} take relevance levels of 1 or more "
+                         f"here (a level of 0 would count judged non-relevant documents as relevant); run "
+                         f"trec_eval itself for -l {o.level}")
 
 
 def _interpolated(fam: str, given: str, qrels: dict, run: dict, o: Options, values: dict) -> None:

@@ -1,0 +1,98 @@
+"""The trec_eval drop-in's fast path: every requested measure computed by the engine, on the run
+file streamed (memory flat in its size), never as Python dicts. It returns exactly the
+:class:`~ndcg_plugin.trec_eval.report.Report` the dict path (:func:`ndcg_plugin.trec_eval.command.evaluate`
+with ``use_engine=False`` is trec_eval's own code through pytrec_eval) would, or declines with None:
+for a measure only pytrec_eval computes, ``-M``, ``-J``, a run read from standard input, and
+``11pt_avg`` levels not in increasing order (trec_eval's loop then depends on their order)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: trec_eval measures the report makes itself (the run tag, the number of queries)
+REPORTED = ("runid", "num_q")
+
+
+def declines(o: Any, p: Any) -> str | None:
+    """Why the fast path does not compute this command (None: it does)."""
+    from . import interp as ti
+    if any(m not in REPORTED for m in p.pytrec):
+        return f"pytrec_eval computes {', '.join(m for m in p.pytrec if m not in REPORTED)}"
+    if o.max_docs is not None or o.judged_only:
+        return "-M and -J go through the dict path"
+    if o.run == "-":
+        return "a run on standard input is read whole"
+    for fam, given in p.interp:
+        try:
+            levels = ti.levels(given, ordered=fam == "iprec_at_recall")
+        except ValueError:
+            return "the dict path names the bad levels"
+        if list(levels) != sorted(levels) or not all(0.0 <= x <= 1.0 for x in levels):
+            return f"{fam} levels out of order or outside 0..1"
+    return None
+
+
+def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
+    """The Report of the command (see the module docstring), or None when :func:`declines`.
+    ``engine``/``plugin``: (printed name, measure) of the engine's trec_eval measures and of the
+    plugin's own measures, as the dict path computes them."""
+    import ir_measures
+
+    from ..evaluation import Evaluation, ReadOptions, refuse_crashing_queries
+    from . import interp as ti
+    from .command import GEOMETRIC_OF, MIN_GEO_MEAN, MissingQuery, _run_tag
+    from .report import Report
+    if declines(o, p) is not None:
+        return None
+    interp = []  # (printed name, IPrec measure, the 11pt_avg name it enters or None)
+    for fam, given in p.interp:
+        for level in ti.levels(given, ordered=fam == "iprec_at_recall"):
+            measure = ir_measures.IPrec(rel=o.level) @ level if o.level != 1 else ir_measures.IPrec @ level
+            name = f"iprec_at_recall_{ti.level_name(level)}" if fam == "iprec_at_recall" else None
+            interp.append((name, measure, None if name else (f"11pt_avg_{given}" if given else "11pt_avg")))
+    present = ir_measures.NumRet  # which qrels queries the run has: a run query returns a row
+    chosen = [m for _, m in engine] + [m for _, m, _ in interp] + [m for _, m in plugin] + [present]
+    ev = Evaluation(chosen, qrels=o.qrels, options=ReadOptions(run_format="trec"))
+    if ev.other_measures:
+        return None
+    if engine or interp:
+        refuse_crashing_queries(ev.qrels, [n for n, _ in engine] + [n or avg for n, _, avg in interp], o.qrels)
+    res = ev.compute(o.run, per_query=True)
+    qids = [str(q) for q in res.query_ids]
+    returned = res.values[present].values
+    values: dict = {}
+    names = [(n, "trec") for n in p.pytrec]  # runid, num_q: the report's own
+    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF) for n, m in engine]
+    plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
+    averages: dict = {}
+    for name, m, avg in interp:
+        if avg is None:
+            columns.append((name, res.values[m].values.tolist(), False))
+        else:
+            averages.setdefault(avg, []).append(res.values[m].values.tolist())
+    evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
+    for i in evaluated:
+        row = values[qids[i]] = {}
+        for name, col, geometric in columns:
+            if not math.isnan(col[i]):
+                row[name] = math.log(max(col[i], MIN_GEO_MEAN)) if geometric else col[i]
+        for avg, cols in averages.items():
+            total = 0.0
+            for col in reversed(cols):  # summed from the last level down, as trec_eval sums
+                total += col[i]
+            row[avg] = total / len(cols)
+        for name, col in plugin_columns:
+            if not math.isnan(col[i]):
+                row[name] = col[i]
+    order = list(dict.fromkeys(n for q in values for n in values[q]))
+    trec_names = [n for n, _ in names] + [n for n in order if n not in {x for x, _ in plugin}]
+    from .report import ORDER, family_of
+    trec_names = sorted(trec_names, key=lambda n: (ORDER.index(family_of(n)), trec_names.index(n)))
+    names = [(n, "trec") for n in trec_names] + [(n, m) for n, m in plugin]
+    shown = [qids[i] for i in evaluated]
+    if not o.complete and len(shown) < len(qids):
+        missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
+        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
+    tag = _run_tag(o.run) if "runid" in p.pytrec else ""
+    recount = int((ev.index.rel > 0).sum()) if o.complete else None
+    return Report(shown, names, values, tag, recount)
