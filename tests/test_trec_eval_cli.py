@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ndcg_plugin.cli.trec_eval import parse
 from ndcg_plugin.errors import UsageError
 from ndcg_plugin.trec_eval import command as trec_eval_cli
+from ndcg_plugin.trec_eval import native
 from tests.conftest import shared_file
 from tests.helpers import run_cli, run_main
 
@@ -213,17 +214,26 @@ def _random_files(rng: random.Random, tmp_path) -> tuple[str, str]:
 
 
 OPTION_SETS = [["-q", "-c"], ["-q", "-c", "-l", "2"], ["-q", "-c", "-M", "5"], ["-c", "-l", "3"], ["-q"]]
-MEASURES = ["-m", "ndcg_cut.1,3,10", "-m", "recip_rank", "-m", "success.1,5", "-m", "ndcg", "-m", "official"]
+MEASURE_SETS = [
+    ["-m", "ndcg_cut.1,3,10", "-m", "recip_rank", "-m", "success.1,5", "-m", "ndcg", "-m", "official"],
+    # every measure the engine computes, so that the file is streamed (trec_eval/native.py) unless -M
+    ["-m", "official", "-m", "map_cut.2,5", "-m", "recall.3", "-m", "P.2,7", "-m", "11pt_avg", "-m", "ndcg_cut.4"],
+    ["-m", "iprec_at_recall.0.25,0.5", "-m", "11pt_avg.0,0.33,1", "-m", "bpref", "-m", "gm_bpref", "-m", "NDCG_exp@3"],
+]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2 ** 32), options=st.sampled_from(OPTION_SETS))
-def test_engine_path_prints_what_the_pytrec_eval_path_prints(seed, options, tmp_path):
-    """The fast path (the engine computing ndcg, ndcg_cut, recip_rank, success) against the slow
-    one (pytrec_eval computing them): the same bytes, on random qrels and runs with ties, unjudged
-    and negatively judged documents, missing queries and every option that changes them."""
+@given(seed=st.integers(0, 2 ** 32), options=st.sampled_from(OPTION_SETS), measures=st.sampled_from(MEASURE_SETS))
+def test_engine_path_prints_what_the_pytrec_eval_path_prints(seed, options, measures, tmp_path):
+    """The fast paths (the engine computing the measures it shares with trec_eval; with no other
+    measure, the run file streamed) against the slow one (pytrec_eval and the Python
+    interpolation computing them on dicts): the same bytes, on random qrels and runs with ties,
+    unjudged and negatively judged documents, missing queries and every option that changes them."""
     q, r = _random_files(random.Random(seed), tmp_path)
-    assert _output([*options, *MEASURES, q, r]) == _output([*options, *MEASURES, q, r], use_engine=False)
+    if measures is not MEASURE_SETS[0] and "-M" not in options:  # the streamed path is the one compared
+        o = parse([*options, *measures, q, r])
+        assert native.declines(o, trec_eval_cli.plan(list(o.measures), o.judged_only)) is None
+    assert _output([*options, *measures, q, r]) == _output([*options, *measures, q, r], use_engine=False)
 
 
 TREC_EVAL = os.environ.get("NDCG_PLUGIN_TREC_EVAL") or shutil.which("trec_eval")
