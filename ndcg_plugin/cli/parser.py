@@ -148,7 +148,9 @@ def _add_eval(sub, parents: dict) -> None:
 def _add_crosscheck(sub, parents: dict) -> None:
     c = sub.add_parser("crosscheck", help="compare the plugin's measures with trec_eval",
                        parents=[parents["files"], parents["reading"], parents["places"]])
-    c.add_argument("-m", "--measures", nargs="+", help=f"plugin measures (default: {' '.join(default_measures())})")
+    c.add_argument("-m", "--measures", nargs="+",
+                   help=f"measures the engine computes: the plugin's, and the built-ins its families serve (AP, "
+                        f"P@10, Bpref, ...) (default: {' '.join(default_measures())})")
     c.add_argument("--trec-eval", metavar="PATH", help="a trec_eval binary to use instead of pytrec_eval "
                    "(run with -c; it prints 4 decimals, so the tolerance is 5e-5)")
     c.set_defaults(handler="crosscheck")

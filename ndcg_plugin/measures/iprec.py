@@ -31,26 +31,41 @@ def interpolated_precision(index, ranked, spec: Spec):
 
     from .aggregate import Values
     from .judgments import num_rel
+    shared = ranked.memo(("iprec", spec.rel, spec.judged_only), lambda: _interpolated(ranked, spec))
+    nq = ranked.nq
+    first, rel_ret = shared[:nq].astype(np.int64), shared[nq:2 * nq].astype(np.int64)
+    floor, best = shared[2 * nq:3 * nq], shared[3 * nq:]
+    cut = lround(spec.recall * num_rel(index, ranked, spec.rel).astype(np.float64))
+    if len(best):
+        at = np.clip(first + np.maximum(cut, 1) - 1, 0, len(best) - 1)
+        values = np.where(cut > rel_ret, 0.0, best[at])
+    else:
+        values = floor
+    return Values(np.where(rel_ret == 0, np.where(cut > 0, 0.0, floor), values))
+
+
+def _interpolated(ranked, spec: Spec):
+    """What every recall level shares, as one float64 array (the ranking's memo holds arrays):
+    per query, its first hit's position among the hits, its hits (both integers, exact in a
+    double) and num_rel_ret / num_ret; then the interpolated precision at each hit (the hits by
+    query in rank order)."""
+    import numpy as np
+
+    from ..ranking.ranked import group_ranks
     relevant = ranked.relevant(spec.rel)
     q, rank = ranked.q[relevant], ranked.rank[relevant]
-    from ..ranking.ranked import group_ranks
-    j = group_ranks(q) + 1                                 # the hits of a query are in rank order
-    precision = j / (rank + 1.0)
+    precision = (group_ranks(q) + 1) / (rank + 1.0)         # the hits of a query are in rank order
     rel_ret = np.bincount(q, minlength=ranked.nq)
     returned = ranked.returned
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.where(returned > 0, rel_ret / np.where(returned > 0, returned, 1),
                          np.nan if spec.judged_only else 0.0)
     best = np.maximum(_suffix_max(q, precision), floor[q])  # IP at each hit: the max from it down
-    cut = lround(spec.recall * num_rel(index, ranked, spec.rel).astype(np.float64))
-    first = np.zeros(ranked.nq, dtype=np.int64)             # each query's first hit's position in q
-    if len(q):
-        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-        first[q[starts]] = starts
-    at = np.clip(first + np.maximum(cut, 1) - 1, 0, max(len(q) - 1, 0))
-    values = np.where(cut > rel_ret, 0.0, best[at] if len(q) else floor)
-    values = np.where(rel_ret == 0, np.where(cut > 0, 0.0, floor), values)
-    return Values(values)
+    first = np.cumsum(rel_ret) - rel_ret                    # each query's first hit's position in q
+    out = np.zeros(3 * ranked.nq + len(best))
+    out[:3 * ranked.nq] = np.concatenate([first, rel_ret, floor])
+    out[3 * ranked.nq:] = best
+    return out
 
 
 def _suffix_max(q, values):

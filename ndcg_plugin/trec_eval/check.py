@@ -20,9 +20,10 @@ import ir_measures
 
 from ..evaluation import Evaluation, ReadOptions, qrels_queries
 from ..formatting import ALL_DIGITS, format_value
-from ..measures import PluginMeasure, family, registry
+from ..measures import PluginMeasure, family, registry, spec_of
 from ..measures.aggregate import aggregate_arrays
 from ..measures.oracle import Oracle
+from ..routing import engine_computes
 
 TOLERANCE_PYTREC = 1e-9
 TOLERANCE_BINARY = 5e-5  # the binary prints 4 decimals
@@ -55,10 +56,11 @@ def _as_dicts(table) -> dict:
 
 
 def counterpart(measure, qrels: dict, run: dict, oracle: Oracle) -> tuple:
-    """Per-query trec_eval values for a plugin measure over every qrels query, as
-    ``aggregate.Values`` (hits and returned for an item-level measure; NaN where a measure has no
-    value), with how they were computed; or None and why not: the measure's family's counterpart."""
-    return family(measure.FAMILY).counterpart(measure, qrels, run, oracle)
+    """Per-query trec_eval values for a measure the engine computes (the plugin's, or a built-in a
+    family serves: AP, P@k, Bpref...) over every qrels query, as ``aggregate.Values`` (hits and
+    returned for an item-level measure; NaN where a measure has no value), with how they were
+    computed; or None and why not: the measure's family's counterpart."""
+    return family(spec_of(measure).family).counterpart(measure, qrels, run, oracle)
 
 
 def _max_diff(ours, theirs) -> float:
@@ -82,8 +84,9 @@ def crosscheck(qrels: Any, run: Any, measures: Iterable | None = None, *, trec_e
     measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m
                 for m in (default_measures() if measures is None else measures)]
     for m in measures:
-        if not isinstance(m, PluginMeasure):
-            raise ValueError(f"crosscheck compares the plugin's measures with trec_eval; {m} is not one of them")
+        if not isinstance(m, PluginMeasure) and not engine_computes(m):
+            raise ValueError(f"crosscheck compares the measures the plugin's engine computes with trec_eval; {m} is "
+                             f"not one of them")
     from .. import reading  # imported on use: `import ndcg_plugin` stays light
 
     qrels_t = reading.read(qrels, "qrels", duplicates=duplicates)
