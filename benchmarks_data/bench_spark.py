@@ -17,12 +17,16 @@ user's rows together, as a recommender writes them; ids are integers):
 Timed in local[2], one session for both Spark sides, each warmed up first on a slice of the first
 scenario (class loading and the JIT, which otherwise go to whichever side runs first); the two
 sides alternate, ``--repeat`` times (median reported), each from the Parquet files to the numbers:
-- plugin: ``ndcg_plugin.spark.evaluate`` of six measures at 10 in one call (one action), with the
+- plugin: ``ndcg_plugin.spark.evaluate`` of the six measures and AP@10, P@10, R@10 (trec_eval's
+  ``map_cut.10``, ``P.10``, ``recall.10``) in one call (one action), with the
   default ``duplicates='error'`` (every run row looked at before the shuffle, as trec_eval refuses
   a repeated pair) and with ``duplicates='max'`` (the run cut by Spark's own partial limit);
 - RankingEvaluator: what its users write first (rank by score per user with a window, the top 10
   as an ordered array of doubles, the relevant items per user as an array, a join, cached), then
-  ndcgAtK, precisionAtK and meanAveragePrecisionAtK at 10 (binary relevance, rating >= 1);
+  ndcgAtK, precisionAtK, meanAveragePrecisionAtK and recallAtK at 10 (binary relevance, rating >= 1),
+  each written beside the plugin's measure it can be read against, with how the definitions differ
+  (COUNTERPARTS: RankingEvaluator's MAP@k divides by min(|relevant|, k), trec_eval's by every
+  relevant item);
 - local CLI: ``ndcg-plugin eval QRELS RUN ... -p -1`` in its own process (no Spark).
 
 Shuffle bytes are Spark's own (the stages' shuffle write, from its status API), per run row. The
@@ -45,7 +49,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-MEASURES = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10"]
+MEASURES = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10",
+            "AP@10", "P@10", "R@10"]
+#: RankingEvaluator's metric beside each of ours it can be read against, and how their definitions differ
+COUNTERPARTS = {
+    "NDCG_lin@10": ("ndcgAtK", "binary gains there (rating >= 1 is 1), graded here; ties: its window's order"),
+    "AP@10": ("meanAveragePrecisionAtK", "its denominator is min(|relevant|, k); trec_eval's map_cut (ours) divides "
+                                         "by every relevant doc of the user"),
+    "P@10": ("precisionAtK", "the same definition (relevant in the top k over k); ties: its window's order"),
+    "R@10": ("recallAtK", "the same definition (relevant in the top k over all relevant); a user without relevant "
+                          "items: 0 in both"),
+}
 CATALOGUE = 10_007   # prime: (a + 101 * i) mod p is injective in i, so a user's items are distinct
 SHAPES = {"list": (100, 10), "log": (10, 3)}   # items per user, held-out items per user
 SCENARIOS = [f"{shape}-{n}" for shape in SHAPES for n in ("1e6", "1e7", "3e7")]
@@ -128,7 +142,7 @@ def ranking_evaluator(spark, run_path: str, qrels_path: str, k: int = 10) -> dic
     data = labels.join(top, "query_id", "left").select(
         F.coalesce("prediction", F.array().cast("array<double>")).alias("prediction"), "label").cache()
     out = {m: RankingEvaluator(metricName=m, k=k).evaluate(data)
-           for m in ("ndcgAtK", "precisionAtK", "meanAveragePrecisionAtK")}
+           for m in ("ndcgAtK", "precisionAtK", "meanAveragePrecisionAtK", "recallAtK")}
     data.unpersist()
     return out
 
@@ -165,6 +179,8 @@ def scenario(spark, name: str, workdir: Path, repeat: int) -> dict:
         for key, t in (("plugin", t_ours), ("max", t_max), ("re", t_theirs), ("local", t_local)):
             times[key].append(t)
     t_ours, t_max, t_theirs, t_local = (median(times[k]) for k in ("plugin", "max", "re", "local"))
+    ours_by_name = {str(m): v for m, v in ours.items()}
+
     def printed(values: dict) -> str:  # as the CLI prints them at -p -1
         return "".join(f"{m}\t{format_value(v, -1)}\n" for m, v in values.items())
 
@@ -180,6 +196,8 @@ def scenario(spark, name: str, workdir: Path, repeat: int) -> dict:
         "shuffle_bytes_per_run_row": {"plugin_spark": b_ours / rows, "plugin_spark_duplicates_max": b_max / rows,
                                       "ranking_evaluator": b_theirs / rows},
         "plugin_spark": {str(m): v for m, v in ours.items()}, "ranking_evaluator": theirs,
+        "side_by_side": {m: {"ours": ours_by_name[m], "ranking_evaluator": theirs[re_name], "definitions": why}
+                         for m, (re_name, why) in COUNTERPARTS.items()},
         # the generated logs repeat no pair: duplicates='max' must print the default's digits too
         "printed_like_local_cli": printed(ours) == local and printed(kept) == local, "local_cli_output": local,
     }
