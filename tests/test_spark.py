@@ -163,8 +163,8 @@ def test_non_integer_labels_and_float_ids_are_refused(spark):
 def test_measures_it_does_not_compute_are_named(spark):
     qrels = spark.createDataFrame([("q", "d", 1)], ["query_id", "doc_id", "relevance"])
     run = spark.createDataFrame([("q", "d", 1.0)], ["query_id", "doc_id", "score"])
-    with pytest.raises(ValueError, match="not AP"):
-        ndcg_spark.evaluate(qrels, run, ["AP"])
+    with pytest.raises(ValueError, match="not infAP"):
+        ndcg_spark.evaluate(qrels, run, ["infAP"])
 
 
 def test_missing_pyspark_or_java_is_one_clear_line(monkeypatch):

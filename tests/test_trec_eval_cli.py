@@ -20,6 +20,7 @@ from ndcg_plugin.cli.trec_eval import parse
 from ndcg_plugin.errors import UsageError
 from ndcg_plugin.trec_eval import command as trec_eval_cli
 from ndcg_plugin.trec_eval import native
+from ndcg_plugin.trec_eval.report import MissingQuery
 from tests.conftest import shared_file
 from tests.helpers import run_cli, run_main
 
@@ -46,7 +47,7 @@ def _output(argv: list[str], use_engine: bool = True) -> tuple[int, str]:
         o = parse(argv)
         try:
             report = trec_eval_cli.evaluate(o, use_engine=use_engine)
-        except trec_eval_cli.MissingQuery as e:
+        except MissingQuery as e:
             return 4, e.args[1].query_lines()
         if o.per_query:
             out.write(report.query_lines())
@@ -192,8 +193,8 @@ def test_routing_engine_interp_pytrec_and_plugin():
         "NDCG_lin@10"]
     # ndcg_cut.23.4: trec_eval reads 23 (atol); the engine declines a cutoff it would read otherwise
     assert trec_eval_cli.plan(["ndcg_cut.23.4"], judged_only=False).pytrec == ["ndcg_cut.23.4"]
-    # -J: pytrec_eval computes everything trec_eval names
-    assert trec_eval_cli.plan(["recip_rank"], judged_only=True).engine == []
+    # -J: the engine too (the rankings it is given hold judged documents only)
+    assert trec_eval_cli.plan(["recip_rank"], judged_only=True).engine == [("recip_rank", None)]
 
 
 def _random_files(rng: random.Random, tmp_path) -> tuple[str, str]:

@@ -92,6 +92,27 @@ def test_precision_divides_by_k_even_for_short_runs():
     assert got["P(rel=2)@5"]["q1"] == 1 / 5  # only b (label 3) counts
 
 
+def test_iprec_rounds_the_recall_level_as_trec_eval_10():
+    """trec_eval 10.0 turns a recall level r into c = lround(r * num_rel) relevant docs (9.0 and
+    pytrec_eval: (long)(r * num_rel + 0.9)); IPrec is the best precision at the c-th relevant doc or
+    later, and at least num_rel_ret / num_ret.
+    q1: 2 relevant, retrieved at ranks 1 and 4 of 4: P_1 = 1/1, P_2 = 2/4; floor 2/4.
+      IPrec@0.6: 10.0: c = lround(1.2) = 1 -> max(1, 0.5) = 1.0; 9.0: c = (long)2.1 = 2 -> 0.5.
+    q2: 5 relevant, 3 retrieved at ranks 1, 2, 10 of 10: P = 1, 1, 3/10; floor 3/10.
+      IPrec@0.5: c = lround(2.5) = 3 (halves away from 0, not to even: 2) -> max(3/10, 3/10) = 0.3.
+      IPrec@0.8: c = lround(4.0) = 4 > 3 retrieved -> 0.  IPrec@0: c = 0 -> every hit: 1.0.
+    q3 is missing from the run (-c: one unjudged doc, 0 / 1): IPrec@0 = 0."""
+    qrels = {"q1": {"a": 1, "b": 0, "d": 1}, "q2": {f"r{i}": 1 for i in range(5)}, "q3": {"x": 1}}
+    run = {"q1": {"a": 4, "b": 3, "c": 2, "d": 1},
+           "q2": {"r0": 10, "r1": 9, **{f"n{i}": 8 - i for i in range(7)}, "r2": 0}}
+    got = engine(qrels, run, ["IPrec@0.6", "IPrec@0.5", "IPrec@0.8", "IPrec@0.0"])
+    assert got["IPrec@0.6"]["q1"] == 1.0
+    assert pytrec_eval.RelevanceEvaluator(qrels, {"iprec_at_recall"}).evaluate(
+        {"q1": run["q1"]})["q1"]["iprec_at_recall_0.60"] == 0.5  # the 9.0 rounding, for the record
+    assert got["IPrec@0.5"]["q2"] == 3 / 10 and got["IPrec@0.8"]["q2"] == 0.0 and got["IPrec@0.0"]["q2"] == 1.0
+    assert got["IPrec@0.0"]["q3"] == 0.0
+
+
 def test_bpref_skips_unjudged_and_negative_labels():
     """q1: R1 (1), R2 (2), R3 (1, not retrieved) relevant: R = 3; N1, N2 (0) judged non-relevant:
     N = 2; M has label -1 (in the pool, unjudged: neither); U is not in the qrels. The run ranks

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..measures.parsing import examples
-from ..trec_eval.command import VERSION, MissingQuery, Options, evaluate
+from ..trec_eval.command import VERSION, Options, evaluate
+from ..trec_eval.report import MissingQuery
 
 SHORT = "hvqm:cl:nD:N:M:JR:T:Z:"
 LONG = ["help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted", "level_for_rel=",

@@ -202,8 +202,11 @@ class SparkJob:
     @staticmethod
     def _result(measure, output, value, hits, den) -> float:
         from ..arrays.exact import ratio
+        from ..measures.aggregate import ExactSumAgg, array_aggregator
         if output.hits is not None:
             return ratio(hits, den) if hits is not None and den is not None else 0.0
+        if isinstance(array_aggregator(measure), ExactSumAgg):  # the counts (NumQ, NumRet...): summed
+            return 0.0 if value is None else value.total()
         if value is None:
             if output.ignore:
                 warnings.warn(f"{measure}: no query has a value (no relevant document in the top k for any "

@@ -12,9 +12,11 @@ integers), per query in the qrels' query order then the summary (``all``) in tre
 order, ``runid`` from the run's tag, ``num_q``; without ``-c`` a qrels query missing from the run
 ends the command with status 4, as trec_eval 10.0 does.
 
-Who computes what (one routing, decided here): ``ndcg``, ``ndcg_cut``, ``recip_rank`` and
-``success`` with trec_eval's own gains and integer cutoffs, and without ``-J``, are computed by the
-plugin's engine (as ``nDCG``, ``nDCG@k``, ``RR(rel=l)``, ``Success(rel=l)@k``); the plugin's
+Who computes what (one routing, decided here): the measures the families name
+(``Family.trec_eval_names``: ``map``, ``P``, ``recall``, ``Rprec``, ``bpref``, the counts, ``ndcg``,
+``ndcg_cut``, ``recip_rank``, ``success``...) with trec_eval's own gains and integer cutoffs are
+computed by the plugin's engine (as ``AP``, ``P@k``, ``nDCG@k``, ``RR(rel=l)``...), on the run streamed
+when nothing else is asked (:mod:`ndcg_plugin.trec_eval.native`); the plugin's
 measures (``-m`` with their names) too, printed after trec_eval's under their own names; every other
 trec_eval measure by pytrec_eval, which is trec_eval's C code. Summaries are trec_eval's: a mean
 summed in query order, counts (``num_ret``, ``num_rel``, ``num_rel_ret``,
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..measures.parsing import examples
-from .report import ORDER, Report, family_of
+from .report import GEOMETRIC_OF, MIN_GEO_MEAN, ORDER, MissingQuery, Report, family_of, run_tag
 
 VERSION = "10.0"
 
@@ -49,15 +51,7 @@ DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
 #: measures these are, and their ir-measures twins, the families say: Family.trec_eval_names)
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 ENGINE_CUTOFFS = {"ndcg_cut": _CUTS, "P": _CUTS, "recall": _CUTS, "map_cut": _CUTS, "success": (1, 5, 10)}
-#: trec_eval's geometric-mean measures: the per-query value of another, whose log (of at least
-#: trec_eval's MIN_GEO_MEAN) the summary averages
-GEOMETRIC_OF = {"gm_map": "map", "gm_bpref": "bpref"}
-MIN_GEO_MEAN = 0.00001
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
-
-
-class MissingQuery(Exception):
-    """A qrels query with no results, without ``-c``: trec_eval 10.0 exits with status 4."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +135,8 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
         if fam in ("iprec_at_recall", "11pt_avg"):
             p.interp.append((fam, given))
             continue
-        cutoffs = (_engine_cutoffs(fam, given) if use_engine and fam in _engine_twins() and not judged_only
-                   else False)
+        # -J: the rankings hold judged documents only (evaluate): the engine's measures need no flag
+        cutoffs = _engine_cutoffs(fam, given) if use_engine and fam in _engine_twins() else False
         if cutoffs is False:
             p.pytrec.append(f"{fam}.{given}" if given else fam)
         else:
@@ -188,23 +182,6 @@ def _dicts(table, column: str) -> dict:
     return out
 
 
-def _run_tag(run) -> str:
-    """The run tag (sixth field) of the run's first data line: trec_eval's runid."""
-    import gzip
-
-    from ..reading.formats import first_data_line
-    if isinstance(run, bytes):
-        start = run[:1 << 20]
-    else:
-        with open(run, "rb") as f:
-            start = f.read(1 << 20)
-        if start[:2] == b"\x1f\x8b":
-            with gzip.open(run, "rb") as f:
-                start = f.read(1 << 20)
-    first = first_data_line(start, "run")
-    return first[1][5].decode("utf-8", "replace") if first and len(first[1]) >= 6 else ""
-
-
 #: the one document of the ranking trec_eval gives, with -c, a qrels query missing from the run
 BOGUS_DOC = "ceci_nest_pas_un_docno"
 
@@ -223,37 +200,31 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level)]
     plugin = [(str(m), _at_level(m, o.level)) for m in p.plugin]
     _check_level(o, p)
-    if use_engine:
-        from . import native
-        report = native.evaluate(o, p, engine, plugin)
-        if report is not None:
-            return report
+    report = _streamed(o, p, engine, plugin) if use_engine else None
+    if report is not None:
+        return report
     run_data = sys.stdin.buffer.read() if o.run == "-" else o.run
     qrels_table = reading.read(o.qrels, "qrels")
     run_table = reading.read(run_data, "run", source=o.run, run_format="trec", queries=qrels_queries(qrels_table))
     qrels, run = _dicts(qrels_table, "relevance"), _dicts(run_table, "score")
     qids = sorted(qrels)
-    if o.max_docs is not None:
-        run = cut_run(run, o.max_docs)
-    # with -c, trec_eval ranks one unjudged document for a query missing from the run, then
-    # sets num_ret and utility back to 0
-    bogus = {q for q in qids if q not in run} if o.complete else set()
-    run = {q: run.get(q, {BOGUS_DOC: 1.0}) for q in qids if q in run or o.complete}
-    values: dict = {q: {} for q in run}
+    real, trec = _rankings(o, qids, qrels, cut_run(run, o.max_docs) if o.max_docs is not None else run)
+    values: dict = {q: {} for q in real}
     if p.pytrec:
         import pytrec_eval
         refuse_crashing_queries(qrels_table, p.pytrec, o.qrels)
-        ev = pytrec_eval.RelevanceEvaluator(qrels, set(p.pytrec), relevance_level=o.level,
-                                            judged_docs_only_flag=o.judged_only)
-        for q, got in ev.evaluate(run).items():
+        # pytrec_eval crashes on an empty ranking (map, bpref: SIGSEGV): it ranks one unjudged document
+        # instead, as trec_eval does with -c for a query missing from the run, then num_ret and utility
+        # are set back to 0; -J is applied above (the rankings hold judged documents only)
+        ev = pytrec_eval.RelevanceEvaluator(qrels, set(p.pytrec), relevance_level=o.level)
+        for q, got in ev.evaluate({q: docs or {BOGUS_DOC: 1.0} for q, docs in real.items()}).items():
             values[q].update(got)
-        for q in bogus:
+        for q in (q for q, docs in real.items() if not docs):
             values[q].update({k: 0.0 for k in values[q] if k == "num_ret" or family_of(k) == "utility"})
     for fam, given in p.interp:
-        _interpolated(fam, given, qrels, run, o, values)
+        _interpolated(fam, given, qrels, trec, o, values)
     if engine or plugin:
-        real = {q: docs for q, docs in run.items() if q not in bogus}  # the engine's empty ranking
-        _engine_values(engine + plugin, real, qrels_table, values)
+        _engine_values(engine + plugin, real, qrels_table, values)  # an empty ranking scores as a missing query
     order: dict = {}
     for q in values:
         for n in values[q]:
@@ -266,9 +237,28 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
         missing = next((q for q in qids if q not in run), None)
         if missing is not None:
             raise MissingQuery(missing, Report([q for q in qids if q < missing], names, values))
-    tag = _run_tag(run_data) if "runid" in order else ""
+    tag = run_tag(run_data) if "runid" in order else ""
     recount = sum(1 for judged in qrels.values() for x in judged.values() if x > 0) if o.complete else None
-    return Report([q for q in qids if q in run], names, values, tag, recount)
+    return Report([q for q in qids if q in real], names, values, tag, recount)
+
+
+def _rankings(o: Options, qids: list, qrels: dict, run: dict) -> tuple[dict, dict]:
+    """(the run's rankings of the evaluated queries, trec_eval's): after -M (``run`` is cut), with
+    -J only the judged documents (labels >= 0); a qrels query missing from the run is evaluated
+    with -c, with an empty ranking in the first, and in trec_eval's one unjudged document (which
+    -J drops again)."""
+    evaluated = [q for q in qids if q in run or o.complete]
+    if o.judged_only:
+        run = {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}
+    real = {q: run.get(q, {}) for q in evaluated}
+    trec = {q: run[q] if q in run else ({} if o.judged_only else {BOGUS_DOC: 1.0}) for q in evaluated}
+    return real, trec
+
+
+def _streamed(o: Options, p: Plan, engine: list, plugin: list) -> Report | None:
+    """The fast path's Report (:mod:`ndcg_plugin.trec_eval.native`), or None where it declines."""
+    from . import native
+    return native.evaluate(o, p, engine, plugin)
 
 
 def _check_level(o: Options, p: Plan) -> None:

@@ -40,8 +40,7 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
 
     from ..evaluation import Evaluation, ReadOptions, refuse_crashing_queries
     from . import interp as ti
-    from .command import GEOMETRIC_OF, MIN_GEO_MEAN, MissingQuery, _run_tag
-    from .report import Report
+    from .report import ORDER, MissingQuery, Report, family_of, run_tag
     if declines(o, p) is not None:
         return None
     interp = []  # (printed name, IPrec measure, the 11pt_avg name it enters or None)
@@ -60,8 +59,27 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     res = ev.compute(o.run, per_query=True)
     qids = [str(q) for q in res.query_ids]
     returned = res.values[present].values
-    values: dict = {}
+    evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
+    values = _values(res, qids, evaluated, engine, interp, plugin)
     names = [(n, "trec") for n in p.pytrec]  # runid, num_q: the report's own
+    order = list(dict.fromkeys(n for q in values for n in values[q]))
+    trec_names = [n for n, _ in names] + [n for n in order if n not in {x for x, _ in plugin}]
+    trec_names = sorted(trec_names, key=lambda n: (ORDER.index(family_of(n)), trec_names.index(n)))
+    names = [(n, "trec") for n in trec_names] + [(n, m) for n, m in plugin]
+    shown = [qids[i] for i in evaluated]
+    if not o.complete and len(shown) < len(qids):
+        missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
+        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
+    tag = run_tag(o.run) if "runid" in p.pytrec else ""
+    recount = int((ev.index.rel > 0).sum()) if o.complete else None
+    return Report(shown, names, values, tag, recount)
+
+
+def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list) -> dict:
+    """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
+    out, gm_map and gm_bpref as the log their summary averages, 11pt_avg summed from its last
+    level down."""
+    from .report import GEOMETRIC_OF, MIN_GEO_MEAN
     columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF) for n, m in engine]
     plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
     averages: dict = {}
@@ -70,7 +88,7 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
             columns.append((name, res.values[m].values.tolist(), False))
         else:
             averages.setdefault(avg, []).append(res.values[m].values.tolist())
-    evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
+    values: dict = {}
     for i in evaluated:
         row = values[qids[i]] = {}
         for name, col, geometric in columns:
@@ -84,15 +102,4 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
         for name, col in plugin_columns:
             if not math.isnan(col[i]):
                 row[name] = col[i]
-    order = list(dict.fromkeys(n for q in values for n in values[q]))
-    trec_names = [n for n, _ in names] + [n for n in order if n not in {x for x, _ in plugin}]
-    from .report import ORDER, family_of
-    trec_names = sorted(trec_names, key=lambda n: (ORDER.index(family_of(n)), trec_names.index(n)))
-    names = [(n, "trec") for n in trec_names] + [(n, m) for n, m in plugin]
-    shown = [qids[i] for i in evaluated]
-    if not o.complete and len(shown) < len(qids):
-        missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
-        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
-    tag = _run_tag(o.run) if "runid" in p.pytrec else ""
-    recount = int((ev.index.rel > 0).sum()) if o.complete else None
-    return Report(shown, names, values, tag, recount)
+    return values

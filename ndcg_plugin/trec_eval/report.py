@@ -13,6 +13,10 @@ ORDER = ("runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_r
 COUNTS = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}   # summed, printed as integers
 GEOMETRIC = {"gm_map", "gm_bpref"}                                        # exp of the mean log, summary only
 SUMMARY_ONLY = {"runid", "num_q", *GEOMETRIC}
+#: trec_eval's geometric-mean measures: the per-query value of another, whose log (of at least
+#: trec_eval's MIN_GEO_MEAN) the summary averages
+GEOMETRIC_OF = {"gm_map": "map", "gm_bpref": "bpref"}
+MIN_GEO_MEAN = 0.00001
 
 
 def family_of(name: str) -> str:
@@ -83,3 +87,24 @@ def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_compl
             value = total / len(qids) if qids else 0.0
         out.append(_line(n, "all", value))
     return "".join(out)
+
+
+class MissingQuery(Exception):
+    """A qrels query with no results, without ``-c``: trec_eval 10.0 exits with status 4."""
+
+
+def run_tag(run) -> str:
+    """The run tag (sixth field) of the run's first data line: trec_eval's runid."""
+    import gzip
+
+    from ..reading.formats import first_data_line
+    if isinstance(run, bytes):
+        start = run[:1 << 20]
+    else:
+        with open(run, "rb") as f:
+            start = f.read(1 << 20)
+        if start[:2] == b"\x1f\x8b":
+            with gzip.open(run, "rb") as f:
+                start = f.read(1 << 20)
+    first = first_data_line(start, "run")
+    return first[1][5].decode("utf-8", "replace") if first and len(first[1]) >= 6 else ""
