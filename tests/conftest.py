@@ -85,3 +85,11 @@ def spark():
     from ndcg_plugin import spark as ndcg_spark
 
     yield ndcg_spark.session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"})
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The tests that use the Spark session share one worker under pytest-xdist (``--dist
+    loadgroup``, pyproject's addopts): one JVM started, not one per worker."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("spark"))
