@@ -22,7 +22,8 @@ import pandas as pd
 from .. import reading
 from ..engine import block as engine
 from ..formatting import format_value
-from ..measures import PluginMeasure, family, measures, spec_of
+from ..measures import PluginMeasure, families, family, measures, spec_of
+from ..routing import engine_computes
 
 
 @dataclass
@@ -49,13 +50,14 @@ class Explanation:
 
 
 def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) -> Explanation:
-    """Explain ``measure`` (a plugin measure, or its string) for one query; the summary lines
-    print ``places`` decimals (-1: every digit)."""
+    """Explain ``measure`` (a measure the engine computes: the plugin's, or a built-in a family
+    serves, such as AP or P@10; or its string) for one query; the summary lines print ``places``
+    decimals (-1: every digit)."""
     if isinstance(measure, str):
         measure = ir_measures.parse_measure(measure)
-    if not isinstance(measure, PluginMeasure):
-        names = ", ".join(m.NAME for m in measures())
-        raise ValueError(f"explain covers the plugin's measures ({names}); got {measure}")
+    if not isinstance(measure, PluginMeasure) and not engine_computes(measure):
+        names = ", ".join([m.NAME for m in measures()] + [b for f in families() for b in f.builtins])
+        raise ValueError(f"explain covers the measures the engine computes ({names}); got {measure}")
     spec = spec_of(measure)
     owner = family(spec.family)
     qrels_t = reading.read(qrels, "qrels")

@@ -81,7 +81,8 @@ class CountsFamily(Family):
         return pick(_LOCAL, spec, "the local engine")(index, ranked, spec)
 
     def explain(self, trace, shown, measure, num) -> tuple:
-        return mark_relevant(trace, shown), None, [f"{measure} = {num(trace.value)}"]
+        """The rows marked relevant; the count is the summary's value."""
+        return mark_relevant(trace, shown), None, []
 
     def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
         """``num_q``, ``num_ret``, ``num_rel_ret``, ``num_rel`` with ``-l rel``."""

@@ -77,7 +77,7 @@ class PrecisionFamily(Family):
             line = f"relevant in the top R = {n_rel}: {hits}; Rprec = {num(trace.value)}"
         else:
             hits = int((trace.top & trace.relevant).sum())
-            den = {"P": f"k = {spec.cutoff}", "R": f"relevant in the qrels = {n_rel}"}[spec.variant]
+            den = pick({"P": f"{spec.cutoff} (k)", "R": f"{n_rel} (relevant in the qrels)"}, spec, "explain")
             line = f"relevant in the top {spec.cutoff}: {hits}; {spec.variant} = {hits} / {den} = {num(trace.value)}"
         return mark_relevant(trace, shown), None, [line]
 
