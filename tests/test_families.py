@@ -73,6 +73,32 @@ def test_every_backend_computes_every_variant(measure, tmp_path):
     assert f"## {measure.NAME}:" in measures_markdown()
 
 
+BUILTINS_SERVED = [t for f in BUILTIN_EXAMPLES.values() for t in f] + ["IPrec@0.5", "P(rel=2,judged_only=True)@3"]
+
+
+@pytest.mark.parametrize("text", BUILTINS_SERVED)
+def test_every_backend_computes_every_builtin_a_family_serves(text, tmp_path):
+    """The built-ins of the trec_eval families through every backend: streamed equals in memory,
+    routed to the engine by eval, the provider by name gives the Evaluation's aggregate, crosscheck
+    matches pytrec_eval (IPrec: no counterpart, pytrec_eval rounds levels as 9.0), explain gives
+    each query's value."""
+    measure = ir_measures.parse_measure(text)
+    spec = spec_of(measure)
+    index = engine.QrelsIndex(QRELS)
+    local = engine.compute(index, RUN, [spec], counts=Unmatched())[spec]
+    (tmp_path / "run").write_text(RUN_TEXT)
+    streamed = compute_file(index, str(tmp_path / "run"), [spec], block_bytes=32)[spec]
+    np.testing.assert_array_equal(local.values, streamed.values)
+    assert route(measure) == "ndcg_plugin"
+    ours = ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([measure], QRELS, RUN)[measure]
+    assert Evaluation([measure], qrels=QRELS).compute(RUN).aggregates[measure] == ours
+    (row,) = ndcg_plugin.crosscheck(QRELS, RUN, [measure])
+    assert row.verdict == ("match" if spec.family != "iprec" else row.verdict) and row.ours == ours
+    assert row.verdict.startswith("no counterpart") == (spec.family == "iprec")
+    for i, q in enumerate(index.qids):
+        assert explain(QRELS, RUN, q, measure).value == local.values[i]
+
+
 @pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
 def test_every_variant_on_spark_equals_the_local_engine(spark):
     from ndcg_plugin import spark as ndcg_spark

@@ -71,11 +71,11 @@ class APFamily(Family):
 
     def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
         """``map`` (``map_cut.k`` with a cutoff), ``-l rel``."""
-        from .oracle import per_query
+        from .oracle import judged_run, per_query
         spec = self.builtin_spec(measure)
         name = "map" if spec.cutoff is None else f"map_cut.{spec.cutoff}"
-        res = oracle(qrels, run, name, rel=spec.rel)
-        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} -l{spec.rel} -c"
+        res = oracle(qrels, judged_run(qrels, run) if spec.judged_only else run, name, rel=spec.rel)
+        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} -l{spec.rel} -c{' -J' if spec.judged_only else ''}"
 
 
 FAMILY = APFamily()

@@ -90,7 +90,10 @@ class CountsFamily(Family):
         spec = self.builtin_spec(measure)
         name = pick({"q": "num_q", "ret": "num_ret", "rel_ret": "num_rel_ret", "rel": "num_rel"}, spec, "crosscheck")
         res = oracle(qrels, run, name, rel=spec.rel)
-        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} -l{spec.rel} -c"
+        # -c: a qrels query missing from the run counts once, with its relevant docs and nothing returned
+        missing = {"num_q": lambda q: 1.0, "num_rel": lambda q: float(sum(r >= spec.rel for r in qrels[q].values()))}
+        absent = missing.get(name, lambda q: 0.0)
+        return per_query([res[q] if q in res else absent(q) for q in qrels]), f"{name} -l{spec.rel} -c"
 
 
 FAMILY = CountsFamily()

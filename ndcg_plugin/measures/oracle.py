@@ -81,3 +81,9 @@ def per_query(values: list, hits: list | None = None, returned: list | None = No
         return None if x is None else np.asarray(x, dtype=np.float64)
 
     return Values(array(values), array(hits), array(returned))
+
+
+def judged_run(qrels: dict, run: dict) -> dict:
+    """The run without the docs a query's qrels do not judge with a label >= 0: trec_eval ``-J``,
+    written out (pytrec_eval's flag can crash on a ranking it empties)."""
+    return {q: {d: s for d, s in docs.items() if qrels.get(q, {}).get(d, -1) >= 0} for q, docs in run.items()}

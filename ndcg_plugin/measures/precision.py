@@ -83,11 +83,11 @@ class PrecisionFamily(Family):
 
     def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
         """``P.k``, ``recall.k``, ``Rprec`` with ``-l rel``."""
-        from .oracle import per_query
+        from .oracle import judged_run, per_query
         spec = self.builtin_spec(measure)
         name = pick({"P": f"P.{spec.cutoff}", "R": f"recall.{spec.cutoff}", "Rprec": "Rprec"}, spec, "crosscheck")
-        res = oracle(qrels, run, name, rel=spec.rel)
-        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} -l{spec.rel} -c"
+        res = oracle(qrels, judged_run(qrels, run) if spec.judged_only else run, name, rel=spec.rel)
+        return per_query([res.get(q, 0.0) for q in qrels]), f"{name} -l{spec.rel} -c{' -J' if spec.judged_only else ''}"
 
 
 FAMILY = PrecisionFamily()
