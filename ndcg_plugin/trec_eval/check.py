@@ -20,7 +20,7 @@ import ir_measures
 
 from ..evaluation import Evaluation, ReadOptions, qrels_queries
 from ..formatting import ALL_DIGITS, format_value
-from ..measures import PluginMeasure, family, registry, spec_of
+from ..measures import PluginMeasure, family, registry, same_as_builtin, spec_of
 from ..measures.aggregate import aggregate_arrays
 from ..measures.oracle import Oracle
 from ..routing import engine_computes
@@ -60,7 +60,13 @@ def counterpart(measure, qrels: dict, run: dict, oracle: Oracle) -> tuple:
     family serves: AP, P@k, Bpref...) over every qrels query, as ``aggregate.Values`` (hits and
     returned for an item-level measure; NaN where a measure has no value), with how they were
     computed; or None and why not: the measure's family's counterpart."""
-    return family(spec_of(measure).family).counterpart(measure, qrels, run, oracle)
+    owner = family(spec_of(measure).family)
+    if not isinstance(measure, PluginMeasure) and owner.measures:  # nDCG@k, RR@k, Success@k: as their twins
+        twin = same_as_builtin(measure)
+        if twin is None:
+            return None, f"no counterpart here for {measure}: crosscheck its plugin twin (NDCG_lin@k, MRR_zero@k, ...)"
+        measure = twin
+    return owner.counterpart(measure, qrels, run, oracle)
 
 
 def _max_diff(ours, theirs) -> float:
