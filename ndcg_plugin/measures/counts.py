@@ -4,7 +4,7 @@ served as ir-measures' built-in ``NumQ``, ``NumRet``, ``NumRel`` and ``NumRet(re
 that is this family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_rel, mark_relevant, param, pick
+from .base import Family, Spec, builtin_rel, mark_relevant, param, pick, refuse
 
 
 def _np():
@@ -26,7 +26,8 @@ def num_ret(index, ranked, spec: Spec):
 
 
 def num_rel_ret(index, ranked, spec: Spec):
-    """``NumRet(rel=r)``: the returned docs with a label >= r (trec_eval ``num_rel_ret`` with ``-l r``)."""
+    """``NumRet(rel=r)``: the returned docs with a label >= r (trec_eval ``num_rel_ret`` with ``-l r``; r = 0:
+    the judged docs returned, trec_eval ``num_ret`` with ``-J``)."""
     from .aggregate import Values
     np = _np()
     pool = ranked.pool_rel >= spec.rel  # every judged row the run returns (needs_every_row)
@@ -67,9 +68,13 @@ class CountsFamily(Family):
             return Spec(self.name, "q", None)
         if measure.NAME == "NumRel":
             return Spec(self.name, "rel", None, rel=builtin_rel(measure))
-        if param(measure, "rel") is None:
+        rel = param(measure, "rel")
+        if rel is None:
             return Spec(self.name, "ret", None)
-        return Spec(self.name, "rel_ret", None, rel=builtin_rel(measure))
+        if isinstance(rel, bool) or not isinstance(rel, int) or rel < 0:
+            refuse(measure, f"rel must be an integer >= 0 (0: the judged docs returned, as trec_eval -J counts "
+                            f"num_ret), got {rel!r}")
+        return Spec(self.name, "rel_ret", None, rel=rel)
 
     def depth(self, spec: Spec) -> int | None:
         return 1  # no measure of the family reads an order: the least the engine ranks

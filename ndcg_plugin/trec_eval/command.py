@@ -158,18 +158,27 @@ def _plugin_measure(name: str):
     return measure
 
 
-def _engine_measures(name: str, cutoffs, level: int) -> list[tuple[str, object]]:
+#: -J's twin of a trec_eval measure whose ir-measures twin takes no judged_only: num_ret counts the
+#: judged documents returned (labels >= 0)
+JUDGED_TWINS = {"num_ret": "NumRet(rel=0)"}
+
+
+def _engine_measures(name: str, cutoffs, level: int, judged_only: bool = False) -> list[tuple[str, object]]:
     """(printed name, ir-measures measure) of an engine-computed trec_eval measure; trec_eval's
-    -l is the measure's ``rel`` where it has one."""
+    -l is the measure's ``rel`` where it has one, -J its ``judged_only`` (bpref and the counts of
+    relevant docs are the same under -J; num_ret counts the judged docs)."""
     import ir_measures
     from ir_measures.providers.base import NOT_PROVIDED
 
     def twin(k):
+        if judged_only and name in JUDGED_TWINS:
+            return ir_measures.parse_measure(JUDGED_TWINS[name])
         measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k))
         info = measure.SUPPORTED_PARAMS.get("rel")
         # -l is the threshold of a measure that has one (NumRet has none unless it is NumRelRet)
         thresholded = info is not None and ("rel" in measure.params or info.default is not NOT_PROVIDED)
-        return measure(rel=level) if thresholded else measure
+        measure = measure(rel=level) if thresholded else measure
+        return measure(judged_only=True) if judged_only and "judged_only" in measure.SUPPORTED_PARAMS else measure
     if cutoffs is None:
         return [(name, twin(None))]
     return [(f"{name}_{k}", twin(k)) for k in cutoffs]
@@ -197,7 +206,7 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
               file=sys.stderr)
-    engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level)]
+    engine = [(n, m) for fam, cutoffs in p.engine for n, m in _engine_measures(fam, cutoffs, o.level, o.judged_only)]
     plugin = [(str(m), _at_level(m, o.level)) for m in p.plugin]
     _check_level(o, p)
     report = _streamed(o, p, engine, plugin) if use_engine else None

@@ -2,7 +2,7 @@
 file streamed (memory flat in its size), never as Python dicts. It returns exactly the
 :class:`~ndcg_plugin.trec_eval.report.Report` the dict path (:func:`ndcg_plugin.trec_eval.command.evaluate`
 with ``use_engine=False`` is trec_eval's own code through pytrec_eval) would, or declines with None:
-for a measure only pytrec_eval computes, ``-M``, ``-J``, a run read from standard input, and
+for a measure only pytrec_eval computes, ``-M``, a run read from standard input, and
 ``11pt_avg`` levels not in increasing order (trec_eval's loop then depends on their order)."""
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def declines(o: Any, p: Any) -> str | None:
     from . import interp as ti
     if any(m not in REPORTED for m in p.pytrec):
         return f"pytrec_eval computes {', '.join(m for m in p.pytrec if m not in REPORTED)}"
-    if o.max_docs is not None or o.judged_only:
-        return "-M and -J go through the dict path"
+    if o.max_docs is not None:
+        return "-M goes through the dict path"
+    if o.judged_only and p.plugin:
+        return "-J with the plugin's measures: the dict path applies -J to their rankings"
     if o.run == "-":
         return "a run on standard input is read whole"
     for fam, given in p.interp:
@@ -46,7 +48,8 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     interp = []  # (printed name, IPrec measure, the 11pt_avg name it enters or None)
     for fam, given in p.interp:
         for level in ti.levels(given, ordered=fam == "iprec_at_recall"):
-            measure = ir_measures.IPrec(rel=o.level) @ level if o.level != 1 else ir_measures.IPrec @ level
+            params = {**({"rel": o.level} if o.level != 1 else {}), **({"judged_only": True} if o.judged_only else {})}
+            measure = (ir_measures.IPrec(**params) if params else ir_measures.IPrec) @ level
             name = f"iprec_at_recall_{ti.level_name(level)}" if fam == "iprec_at_recall" else None
             interp.append((name, measure, None if name else (f"11pt_avg_{given}" if given else "11pt_avg")))
     present = ir_measures.NumRet  # which qrels queries the run has: a run query returns a row
@@ -77,22 +80,23 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
 
 def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list) -> dict:
     """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
-    out, gm_map and gm_bpref as the log their summary averages, 11pt_avg summed from its last
-    level down."""
+    out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
+    averages, 11pt_avg summed from its last level down."""
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN
-    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF) for n, m in engine]
+    # (name, values, geometric, NaN printed): iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
+    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF, False) for n, m in engine]
     plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
     averages: dict = {}
     for name, m, avg in interp:
         if avg is None:
-            columns.append((name, res.values[m].values.tolist(), False))
+            columns.append((name, res.values[m].values.tolist(), False, True))
         else:
             averages.setdefault(avg, []).append(res.values[m].values.tolist())
     values: dict = {}
     for i in evaluated:
         row = values[qids[i]] = {}
-        for name, col, geometric in columns:
-            if not math.isnan(col[i]):
+        for name, col, geometric, nan_printed in columns:
+            if nan_printed or not math.isnan(col[i]):
                 row[name] = math.log(max(col[i], MIN_GEO_MEAN)) if geometric else col[i]
         for avg, cols in averages.items():
             total = 0.0
