@@ -281,12 +281,12 @@ def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, caps
     (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 5.0 t\nq1 Q0 d2 2 5.0 t\n")
     assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "MRR_zero@10", "nDCG@2", "P@1",
-                 "infAP"]) == 0
+                 "Judged@2"]) == 0
     out, err = capsys.readouterr()
     # ranking d2, d1 (doc id descending): RR = 1/2; nDCG@2 = (1/log2 3) / 1; P@1 = 0 (the engine too);
-    # infAP = 1/2 (pytrec_eval: d1, the one relevant doc, at rank 2 below a judged non-relevant one)
+    # Judged@2 = 2/2 (ir-measures' judged provider: both docs are judged)
     assert out.splitlines() == ["RR@10\t0.5000", "MRR_zero@10\t0.5000", f"nDCG@2\t{1 / math.log2(3):.4f}",
-                                "P@1\t0.0000", "infAP\t0.5000"]
-    assert err == "ndcg-plugin: computed by other providers: infAP by ir-measures' pytrec_eval provider\n"
+                                "P@1\t0.0000", "Judged@2\t1.0000"]
+    assert err == "ndcg-plugin: computed by other providers: Judged@2 by ir-measures' judged provider\n"
     assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "--provider", "msmarco"]) == 0
     assert capsys.readouterr().out == "RR@10\t1.0000\n"  # the user's choice of provider is kept

@@ -137,7 +137,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["crosscheck", "{q}", "{r}", "-m", "infAP"], "infAP"),
+    (["crosscheck", "{q}", "{r}", "-m", "ERR@10"], "ERR@10"),
     (["crosscheck", "{q}", "{r}", "--trec-eval", "/no/such/binary"], "/no/such/binary"),
     (["compare", "{q}", "{r}", "{r2}", "-m", "NDCG_lin@10", "--names", "a", "b", "--plot", "/no/such/dir/x.png"],
      "/no/such/dir/x.png"),

@@ -50,7 +50,8 @@ def test_every_family_lists_a_measure_for_each_of_its_variants():
 
 #: built-ins of each family that serves only built-ins, one per variant at least
 BUILTIN_EXAMPLES = {"ap": ["AP", "AP@5"], "precision": ["P@5", "R@5", "Rprec"], "bpref": ["Bpref"],
-                    "counts": ["NumQ", "NumRet", "NumRelRet", "NumRel"], "iprec": ["IPrec@0.3"]}
+                    "counts": ["NumQ", "NumRet", "NumRelRet", "NumRel"], "iprec": ["IPrec@0.3"],
+                    "sets": ["SetP", "SetP(relative=True)", "SetR", "SetF", "SetAP"], "infap": ["infAP"]}
 
 
 @pytest.mark.parametrize("measure", every_variant(), ids=str)

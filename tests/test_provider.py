@@ -209,7 +209,7 @@ def test_serving_builtins_is_opt_in_and_undone_by_register(serving_builtins):
     (ir_measures.nDCG(gains={1: 0.5}), "gains must map labels >= 0 to integer gains >= 0"),
     (ir_measures.nDCG(dcg="exp-log2", gains={1: 2}), "gains are defined for dcg='log2' only"),
     (ir_measures.Success @ 0, "cutoff must be a positive integer"),
-    (ir_measures.infAP, "does not compute infAP"),
+    (ir_measures.ERR @ 10, "does not compute ERR@10"),
     (ir_measures.P(rel=0) @ 5, "rel must be an integer >= 1"),
     (ir_measures.R @ 0, "cutoff must be a positive integer"),
 ])

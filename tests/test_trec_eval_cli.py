@@ -185,11 +185,11 @@ def test_wrong_number_of_files_help_and_version():
 
 
 def test_routing_engine_interp_pytrec_and_plugin():
-    p = trec_eval_cli.plan(["ndcg_cut.10,5", "recip_rank", "success", "ndcg", "P.5", "map", "num_ret", "infAP",
+    p = trec_eval_cli.plan(["ndcg_cut.10,5", "recip_rank", "success", "ndcg", "P.5", "map", "num_ret", "utility",
                             "iprec_at_recall", "ndcg_cut.23.4", "NDCG_lin@10"], judged_only=False)
     assert p.engine == [("ndcg_cut", (5, 10)), ("recip_rank", None), ("success", (1, 5, 10)), ("ndcg", None),
                         ("P", (5,)), ("map", None), ("num_ret", None)]
-    assert p.pytrec == ["infAP"] and p.interp == [("iprec_at_recall", "")] and [str(m) for m in p.plugin] == [
+    assert p.pytrec == ["utility"] and p.interp == [("iprec_at_recall", "")] and [str(m) for m in p.plugin] == [
         "NDCG_lin@10"]
     # ndcg_cut.23.4: trec_eval reads 23 (atol); the engine declines a cutoff it would read otherwise
     assert trec_eval_cli.plan(["ndcg_cut.23.4"], judged_only=False).pytrec == ["ndcg_cut.23.4"]

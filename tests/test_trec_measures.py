@@ -255,9 +255,11 @@ def test_every_measure_equals_pytrec_eval(data, k, rel):
     qrels, run = data
     r = f"(rel={rel})"
     ours = engine(qrels, run, [f"AP{r}", f"AP{r}@{k}", f"P{r}@{k}", f"R{r}@{k}", f"Rprec{r}", f"Bpref{r}", "NumQ",
-                               "NumRet", f"NumRet{r}", f"NumRel{r}"])
+                               "NumRet", f"NumRet{r}", f"NumRel{r}", f"SetP{r}", f"SetP(rel={rel},relative=True)",
+                               f"SetR{r}", f"SetF{r}", f"SetAP{r}", f"infAP{r}"])
     theirs = pte(qrels, run, ["map", f"map_cut.{k}", f"P.{k}", f"recall.{k}", "Rprec", "bpref", "num_q", "num_ret",
-                              "num_rel_ret", "num_rel"], rel)
+                              "num_rel_ret", "num_rel", "set_P", "set_relative_P", "set_recall", "set_F", "set_map",
+                              "infAP"], rel)
     for mine, name in zip(ours, theirs, strict=True):
         assert_values(ours[mine], theirs[name], f"{mine} vs {name} -l{rel}")
     j = f"(rel={rel}, judged_only=True)"

@@ -39,6 +39,7 @@ class Spec:
     judged_only: bool = False
     ties: str = "trec"     # "trec" (doc id descending) | "average" (expected value over tied orders)
     recall: float | None = None  # a recall level (IPrec), else None
+    beta: float = 1.0      # SetF's parameter (trec_eval set_F's)
 
     def __post_init__(self) -> None:
         """Every value field a backend dispatches on is checked here, so that no backend computes a
@@ -51,6 +52,7 @@ class Spec:
         _expect(self.ideal in IDEALS, "ideal", " or ".join(map(repr, IDEALS)), self.ideal)
         _expect(self.ties in TIE_ORDERS, "ties", " or ".join(map(repr, TIE_ORDERS)), self.ties)
         _expect(isinstance(self.judged_only, bool), "judged_only", "True or False", self.judged_only)
+        _expect(isinstance(self.beta, float) and self.beta >= 0.0, "beta", "a float >= 0", self.beta)
         _expect(self.recall is None or (isinstance(self.recall, float) and 0.0 <= self.recall <= 1.0),
                 "recall", "None or a float between 0 and 1", self.recall)
         _expect(isinstance(self.gains, tuple) and all(

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 import ir_measures
 
 from ..errors import Unsupported
-from . import ap, bpref, counts, hitrate, iprec, mrr, ndcg, precision
+from . import ap, bpref, counts, hitrate, infap, iprec, mrr, ndcg, precision, sets
 from .base import Family, PluginMeasure, Spec
 
 _FAMILIES: dict[str, Family] = {f.name: f for f in (ndcg.FAMILY, hitrate.FAMILY, mrr.FAMILY, ap.FAMILY,
                                                     precision.FAMILY, bpref.FAMILY, counts.FAMILY,
-                                                    iprec.FAMILY)}
+                                                    iprec.FAMILY, sets.FAMILY, infap.FAMILY)}
 
 
 #: the families the package registers on import (every process that imports it has them)

@@ -158,17 +158,14 @@ def _plugin_measure(name: str):
     return measure
 
 
-#: -J's twin of a trec_eval measure whose ir-measures twin takes no judged_only: num_ret counts the
-#: judged documents returned (labels >= 0)
-JUDGED_TWINS = {"num_ret": "NumRet(rel=0)"}
-
-
 def _engine_measures(name: str, cutoffs, level: int, judged_only: bool = False) -> list[tuple[str, object]]:
     """(printed name, ir-measures measure) of an engine-computed trec_eval measure; trec_eval's
     -l is the measure's ``rel`` where it has one, -J its ``judged_only`` (bpref and the counts of
     relevant docs are the same under -J; num_ret counts the judged docs)."""
     import ir_measures
     from ir_measures.providers.base import NOT_PROVIDED
+
+    from .native import JUDGED_TWINS
 
     def twin(k):
         if judged_only and name in JUDGED_TWINS:

@@ -11,6 +11,11 @@ from typing import Any
 
 #: trec_eval measures the report makes itself (the run tag, the number of queries)
 REPORTED = ("runid", "num_q")
+#: -J's twin of a trec_eval measure whose ir-measures twin takes no judged_only: num_ret counts the
+#: judged documents returned (labels >= 0)
+JUDGED_TWINS = {"num_ret": "NumRet(rel=0)"}
+#: trec_eval measures whose values -J does not change (unjudged docs count neither way in them)
+JUDGED_SAME = ("bpref", "gm_bpref", "num_rel", "num_rel_ret", "set_recall")
 
 
 def declines(o: Any, p: Any) -> str | None:
@@ -54,6 +59,9 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
             interp.append((name, measure, None if name else (f"11pt_avg_{given}" if given else "11pt_avg")))
     present = ir_measures.NumRet  # which qrels queries the run has: a run query returns a row
     chosen = [m for _, m in engine] + [m for _, m, _ in interp] + [m for _, m in plugin] + [present]
+    if o.judged_only and any("judged_only" not in m.params and family_of(n) not in (*JUDGED_SAME, *JUDGED_TWINS)
+                             for n, m in engine):
+        return None  # a measure -J changes whose twin has no judged_only (infAP): the dict path cuts the run
     ev = Evaluation(chosen, qrels=o.qrels, options=ReadOptions(run_format="trec"))
     if ev.other_measures:
         return None
