@@ -483,3 +483,28 @@ def test_spark_gives_the_local_digits(spark):
     # the aggregates: means, and sums for the counts (NumQ, NumRet, NumRel: ir-measures' SumAgg,
     # trec_eval's summary of num_*)
     assert ndcg_spark.evaluate(sq, sr, measures) == Evaluation(measures, qrels=qd).compute(rd).aggregates
+
+
+def test_served_builtins_never_crash_on_a_query_with_only_negative_labels():
+    """Issue 42, item 7e: pytrec_eval dies of SIGSEGV (or hangs) on a query whose labels are all
+    negative; with ``register(serve_builtins=True)`` the engine computes AP, P@k, Rprec, Bpref,
+    infAP, SetP and NumRet, so ``ir_measures.calc_aggregate`` answers (in a process of its own, so
+    that a crash is a failed assertion, not a dead test run). By hand: q1 ranks d1 (label 1) then d2
+    (unjudged): AP 1, P@5 1/5, Rprec 1/1, Bpref 1 (no non-relevant above d1), infAP 1 (rank 0),
+    SetP 1/2, NumRet 2; q2 (labels -1 and -2, d3 retrieved) has no relevant doc: 0 for every ratio,
+    NumRet 1. Means over the two queries: AP 0.5, P@5 0.1, Rprec 0.5, Bpref 0.5, infAP 0.5,
+    SetP 0.25; NumRet sums: 3."""
+    code = """
+import json, ndcg_plugin, ir_measures
+ndcg_plugin.register(serve_builtins=True)
+qrels = {"q1": {"d1": 1}, "q2": {"d3": -1, "d4": -2}}
+run = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d3": 1.0}}
+ms = [ir_measures.parse_measure(m) for m in ["AP", "P@5", "Rprec", "Bpref", "infAP", "SetP", "NumRet"]]
+print(json.dumps({str(m): v for m, v in ir_measures.calc_aggregate(ms, qrels, run).items()}))
+"""
+    import json
+    import sys
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "AP": 0.5, "P@5": 0.1, "Rprec": 0.5, "Bpref": 0.5, "infAP": 0.5, "SetP": 0.25, "NumRet": 3.0}
