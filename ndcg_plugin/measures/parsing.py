@@ -30,7 +30,7 @@ def trec_eval_hint(text: str) -> str:
     known = trec_eval_names()
     if name not in known:
         return ""
-    ours, plugin = (x.replace("{k}", k or "k") if x else x for x in known[name])
+    ours, plugin = (x.replace("{k}", k or "k").replace("{p}", "b") if x else x for x in known[name])
     extra = f" (the plugin's {plugin})" if plugin else ""
     return f"; that is trec_eval's name: here it is {ours}{extra}"
 

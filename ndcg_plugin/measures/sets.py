@@ -54,7 +54,7 @@ class SetFamily(Family):
     variants = ("P", "relative_P", "R", "F", "map")
     builtins = ("SetP", "SetR", "SetF", "SetAP")
     trec_eval_names = {"set_P": ("SetP", None), "set_relative_P": ("SetP(relative=True)", None),
-                       "set_recall": ("SetR", None), "set_F": ("SetF", None), "set_map": ("SetAP", None)}
+                       "set_recall": ("SetR", None), "set_F": ("SetF(beta={p})", None), "set_map": ("SetAP", None)}
     formula = set_values.__doc__
 
     @property

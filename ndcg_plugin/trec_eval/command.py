@@ -92,7 +92,12 @@ def _engine_twins() -> dict[str, str]:
 
 def _engine_cutoffs(name: str, params: str) -> tuple | None | bool:
     """The cutoffs the engine computes for ``name.params`` (None: the measure has none); False
-    when the engine declines (parameters it does not read as trec_eval does)."""
+    when the engine declines (parameters it does not read as trec_eval does). A twin with a real
+    parameter (``{p}``: set_F's) takes the parameters as given, a string: the printed name
+    carries them, the twin their first number (C's atof)."""
+    if "{p}" in _engine_twins()[name]:
+        from .interp import atof
+        return (params if atof(params.split(",")[0]) >= 0 else False) if params else None
     if "{k}" not in _engine_twins()[name]:
         return False if params else None  # ndcg with a gain map, recip_rank with parameters: pytrec_eval's
     if not params:
@@ -165,12 +170,14 @@ def _engine_measures(name: str, cutoffs, level: int, judged_only: bool = False) 
     import ir_measures
     from ir_measures.providers.base import NOT_PROVIDED
 
+    from .interp import atof
     from .native import JUDGED_TWINS
 
     def twin(k):
         if judged_only and name in JUDGED_TWINS:
             return ir_measures.parse_measure(JUDGED_TWINS[name])
-        measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k))
+        given = atof(cutoffs.split(",")[0]) if isinstance(cutoffs, str) else 1.0
+        measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k, p=repr(given)))
         info = measure.SUPPORTED_PARAMS.get("rel")
         # -l is the threshold of a measure that has one (NumRet has none unless it is NumRelRet)
         thresholded = info is not None and ("rel" in measure.params or info.default is not NOT_PROVIDED)
@@ -178,6 +185,8 @@ def _engine_measures(name: str, cutoffs, level: int, judged_only: bool = False) 
         return measure(judged_only=True) if judged_only and "judged_only" in measure.SUPPORTED_PARAMS else measure
     if cutoffs is None:
         return [(name, twin(None))]
+    if isinstance(cutoffs, str):  # a real parameter, printed as given (set_F_0.5)
+        return [(f"{name}_{cutoffs}", twin(None))]
     return [(f"{name}_{k}", twin(k)) for k in cutoffs]
 
 
