@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, msmarco_file
-from tests.helpers import run_cli, run_main
+from tests.helpers import run_batch, run_cli, run_main
 
 QRELS, RUN = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
 
@@ -117,17 +117,19 @@ def test_queries_with_only_negative_labels_never_reach_pytrec_eval(tmp_path, lab
     # trec_eval 10.0 stops (-1: "Can't calculate measure") or crashes (-2: SIGSEGV) on such a query, and
     # pytrec_eval crashes (-1 with several measures, P@5 AP Rprec Bpref NumRet: SIGSEGV); the engine's
     # measures need no pytrec_eval
+    # the four commands in one process (tests/cli_batch.py; was one process each): a death by a
+    # signal (pytrec_eval reached) still ends that process and fails the test, naming the command
     (tmp_path / "q").write_text(f"q1 0 d1 1\nq2 0 d2 {label}\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 1 r\nq2 Q0 d3 1 1 r\n")
-    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "infAP"), 2,
-             "query 'q2' has only negative labels", "infAP")
-    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "nDCG@10", "--provider", "pytrec_eval"), 2,
-             "query 'q2'")
-    proc = run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "NDCG_lin@10", "RR", "AP")
+    files = [str(tmp_path / "q"), str(tmp_path / "r")]
+    refused, by_pytrec_eval, proc, crosscheck = run_batch([
+        ["eval", *files, "infAP"], ["eval", *files, "nDCG@10", "--provider", "pytrec_eval"],
+        ["eval", *files, "NDCG_lin@10", "RR", "AP"], ["crosscheck", *files]])
+    one_line(refused, 2, "query 'q2' has only negative labels", "infAP")
+    one_line(by_pytrec_eval, 2, "query 'q2'")
     # q1: d1 relevant at rank 1 (1 each); q2: no relevant doc (0 each): means of 0.5
     assert proc.returncode == 0 and proc.stdout == "NDCG_lin@10\t0.5000\nRR\t0.5000\nAP\t0.5000\n"
-    proc = run_cli("crosscheck", str(tmp_path / "q"), str(tmp_path / "r"))
-    assert proc.returncode == 0 and "MISMATCH" not in proc.stdout
+    assert crosscheck.returncode == 0 and "MISMATCH" not in crosscheck.stdout
 
 
 # --- datasets seed ------------------------------------------------------------------------------
