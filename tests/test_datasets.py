@@ -196,22 +196,26 @@ def test_missing_data_offline_is_one_message_naming_the_file_and_the_fix(tmp_pat
                           f"ndcg-plugin datasets seed {DL19} --qrels FILE")
 
 
+# The three tests below are refused before any file of IR_DATASETS_HOME is read or written (an id
+# ir-datasets does not know, a seed without a file, a file without measures): their subject is the
+# message and the status, so the command runs in this process (run_main; was one process each with
+# a fresh home). What a process reads from IR_DATASETS_HOME at start stays with the tests above.
+
 def test_unknown_dataset_id(tmp_path):
-    proc = cli(tmp_path, "eval", "msmarco-passage/no-such-split", "run.trec", "nDCG@10")
+    proc = run_main("eval", "msmarco-passage/no-such-split", "run.trec", "nDCG@10")
     assert_one_line_error(proc, "msmarco-passage/no-such-split", "not an ir-datasets id")
-    proc = cli(tmp_path, "datasets", "info", "msmarco-passage/no-such-split")
+    proc = run_main("datasets", "info", "msmarco-passage/no-such-split")
     assert_one_line_error(proc, "unknown ir-datasets id 'msmarco-passage/no-such-split'")
 
 
 def test_seed_needs_a_file(tmp_path):
-    assert_one_line_error(cli(tmp_path, "datasets", "seed", DL19), "nothing to seed")
-    assert_one_line_error(cli(tmp_path, "datasets", "seed", DL19, "--qrels", str(tmp_path / "nope")),
-                          "nope")
+    assert_one_line_error(run_main("datasets", "seed", DL19), "nothing to seed")
+    assert_one_line_error(run_main("datasets", "seed", DL19, "--qrels", str(tmp_path / "nope")), "nope")
 
 
 def test_dataset_without_measures_needs_measures_for_a_file(tmp_path):
     qrels = msmarco_file("qrels.dl19-passage.txt")
-    proc = cli(tmp_path, "eval", str(qrels), str(msmarco_file("run.dl19-passage.bm25.trec")))
+    proc = run_main("eval", str(qrels), str(msmarco_file("run.dl19-passage.bm25.trec")))
     assert_one_line_error(proc, "give at least one measure")
 
 

@@ -14,7 +14,7 @@ import math
 import ir_measures
 import pytest
 import pytrec_eval
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import ndcg_plugin  # noqa: F401  (registers the measures)
@@ -22,7 +22,9 @@ from ndcg_plugin import HitRate, HitRate_item, MRR_ignore, MRR_zero, NDCG_exp, N
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*no query has a value:RuntimeWarning")
 
-EXAMPLES = 500
+# Draws: the space is small (5 query ids, 11 doc ids, labels -2..4, k 1..12), so a few hundred draws
+# repeat its regions; the edges every run must cover are pinned with @example below (was 500 and 300 draws)
+EXAMPLES = 200
 TOL = 1e-9
 
 QIDS = ["1", "01", "q2", "303", "z"]
@@ -41,6 +43,15 @@ def collections(draw):
         docs = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=len(DOCS), unique=True))
         run[q] = {d: draw(score) for d in docs}
     return qrels, run
+
+
+# edges pinned: a query whose labels are all negative (retrieved), a qrels query the run misses, a run
+# query absent from the qrels, a query without a relevant doc, score ties across relevance grades,
+# docs unjudged, the whole doc list retrieved; no run at all; the largest and smallest cutoffs
+EDGE_QRELS = {"1": {"a": -2, "b": -1}, "q2": {"a": 0, "b": 3, "B": 4, "doc-1": 1, "é": 2}, "z": {"a": 0},
+              "01": {"x#1": 1}}
+EDGE_RUN = {"1": {"a": 1.0, "b": 1.0, "10": 2.0}, "q2": {d: float(i % 3) for i, d in enumerate(DOCS)},
+            "z": {"9": 0.5, "a": 0.5}, "303": {"a": 1.0}}
 
 
 def pte(qrels, run, measure, rel=1):
@@ -88,6 +99,10 @@ def exp_gains(qrels):
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=collections(), k=st.integers(1, 12), rel=st.integers(1, 3))
+@example(data=(EDGE_QRELS, EDGE_RUN), k=1, rel=1)
+@example(data=(EDGE_QRELS, EDGE_RUN), k=12, rel=3)
+@example(data=(EDGE_QRELS, EDGE_RUN), k=3, rel=2)
+@example(data=(EDGE_QRELS, {}), k=5, rel=1)
 def test_every_measure_equals_pytrec_eval(data, k, rel):
     """The plugin's measures of an example are asked in one call, except MRR_ignore, asked alone
     (a query without a value then has no Metric, which is checked); was one call per measure."""
@@ -157,8 +172,11 @@ def test_builtin_ndcg_served_by_plugin_equals_pytrec_eval(data, k):
     assert_close(res, pte(exp_gains(qrels), run, f"ndcg_cut.{k}"), "nDCG(dcg='exp-log2')@k by ndcg_plugin")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=collections(), k=st.integers(1, 6), seed=st.integers(0, 2**16), pad=st.booleans())
+@example(data=(EDGE_QRELS, EDGE_RUN), k=1, seed=0, pad=False)
+@example(data=(EDGE_QRELS, EDGE_RUN), k=6, seed=1, pad=True)
+@example(data=(EDGE_QRELS, {"q2": EDGE_RUN["q2"]}), k=3, seed=2, pad=False)
 def test_row_order_does_not_change_any_number(data, k, seed, pad):
     """The engine's shortcuts (a ranked run: top rows read off directly; a grouped run:
     np.partition, with equal list lengths as a plain reshape; any other order: a sort) agree

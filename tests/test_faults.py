@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, msmarco_file
-from tests.helpers import run_cli, run_main
+from tests.helpers import run_batch, run_cli, run_main
 
 QRELS, RUN = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
 
@@ -117,17 +117,19 @@ def test_queries_with_only_negative_labels_never_reach_pytrec_eval(tmp_path, lab
     # trec_eval 10.0 stops (-1: "Can't calculate measure") or crashes (-2: SIGSEGV) on such a query, and
     # pytrec_eval crashes (-1 with several measures, P@5 AP Rprec Bpref NumRet: SIGSEGV); the engine's
     # measures need no pytrec_eval
+    # the four commands in one process (tests/cli_batch.py; was one process each): a death by a
+    # signal (pytrec_eval reached) still ends that process and fails the test, naming the command
     (tmp_path / "q").write_text(f"q1 0 d1 1\nq2 0 d2 {label}\n")
     (tmp_path / "r").write_text("q1 Q0 d1 1 1 r\nq2 Q0 d3 1 1 r\n")
-    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "AP", "--provider", "pytrec_eval"), 2,
-             "query 'q2' has only negative labels", "AP")
-    one_line(run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "nDCG@10", "--provider", "pytrec_eval"), 2,
-             "query 'q2'")
-    proc = run_cli("eval", str(tmp_path / "q"), str(tmp_path / "r"), "NDCG_lin@10", "RR", "AP")
+    files = [str(tmp_path / "q"), str(tmp_path / "r")]
+    refused, by_pytrec_eval, proc, crosscheck = run_batch([
+        ["eval", *files, "AP", "--provider", "pytrec_eval"], ["eval", *files, "nDCG@10", "--provider", "pytrec_eval"],
+        ["eval", *files, "NDCG_lin@10", "RR", "AP"], ["crosscheck", *files]])
+    one_line(refused, 2, "query 'q2' has only negative labels", "AP")
+    one_line(by_pytrec_eval, 2, "query 'q2'")
     # q1: d1 relevant at rank 1 (1 each); q2: no relevant doc (0 each): means of 0.5
     assert proc.returncode == 0 and proc.stdout == "NDCG_lin@10\t0.5000\nRR\t0.5000\nAP\t0.5000\n"
-    proc = run_cli("crosscheck", str(tmp_path / "q"), str(tmp_path / "r"))
-    assert proc.returncode == 0 and "MISMATCH" not in proc.stdout
+    assert crosscheck.returncode == 0 and "MISMATCH" not in crosscheck.stdout
 
 
 # --- datasets seed ------------------------------------------------------------------------------
@@ -272,25 +274,118 @@ def _inject(point: str, nth: int, kind: str, command: list[str]) -> subprocess.C
                           capture_output=True, text=True, timeout=120)
 
 
+# the cases of HARNESS in one process: each (point, nth, kind, argv) through the command's entry
+# point (tests/cli_batch.py), its point patched before it runs (its own count of calls) and restored
+# after; one JSON line per case, as soon as it ends, on a copy of fd 1 (a death by a signal is seen)
+FAULT_BATCH = """
+import builtins, errno, json, os, runpy, sys
+one = runpy.run_path(sys.argv[1])["one"]
+from ndcg_plugin.engine import block as engine
+from ndcg_plugin.reading import columnar, lines
+FAULTS = {"EIO": lambda: OSError(errno.EIO, os.strerror(errno.EIO)),
+          "ENOSPC": lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+          "MemoryError": MemoryError, "KeyboardInterrupt": KeyboardInterrupt}
+real_open = builtins.open
+PATCHED = {"parse": [(columnar, "parse_block"), (lines, "parse_lines")],
+           "evaluate": [(engine, "compute"), (engine, "compute_block")]}
+
+class Reader:  # a file whose reads fail at the nth call (the file layer under the reader)
+    def __init__(self, f, hit):
+        self._f, self._hit = f, hit
+    def read(self, *a):
+        self._hit()
+        return self._f.read(*a)
+    def readinto(self, b):
+        self._hit()
+        return self._f.readinto(b)
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+    def __enter__(self):
+        return self
+    def __exit__(self, *a):
+        self._f.close()
+    def __iter__(self):
+        return iter(self._f)
+
+def case(point, nth, kind, argv):
+    calls = [0]
+    def hit():
+        calls[0] += 1
+        if calls[0] == nth:
+            raise FAULTS[kind]()
+    def failing(fn):
+        def wrapped(*a, **k):
+            hit()
+            return fn(*a, **k)
+        return wrapped
+    def setup(stdout):
+        if point == "write":
+            stdout.write = failing(stdout.write)
+    saved = [(m, name, getattr(m, name)) for m, name in PATCHED.get(point, [])]
+    for m, name, fn in saved:
+        setattr(m, name, failing(fn))
+    def opening(f, mode="r", *a, **k):
+        if "b" in mode and "r" in mode and str(f).endswith((".qrels", ".run")):
+            return Reader(real_open(f, mode, *a, **k), hit)
+        return real_open(f, mode, *a, **k)
+    if point == "read":
+        builtins.open = opening
+    try:
+        return one(argv, None, setup)
+    finally:
+        builtins.open = real_open
+        for m, name, fn in saved:
+            setattr(m, name, fn)
+
+with os.fdopen(os.dup(1), "w") as results:
+    for point, nth, kind, argv in json.loads(sys.stdin.read()):
+        results.write(json.dumps(case(point, nth, kind, argv)) + "\\n")
+        results.flush()
+"""
+
+
+def _inject_in_one_process(cases: list[tuple[str, int, str, list[str]]]) -> list[subprocess.CompletedProcess]:
+    """HARNESS's outcome for each case, the cases run one after the other in one process, which must
+    end with status 0 (never a signal) and print nothing on standard error outside the commands."""
+    from tests.helpers import BATCH
+    child = subprocess.run([sys.executable, "-c", FAULT_BATCH, str(BATCH)], capture_output=True, text=True,
+                           timeout=600, input=json.dumps(cases))
+    outcomes = [json.loads(line) for line in child.stdout.splitlines()]
+    assert child.returncode == 0 and child.stderr == "" and len(outcomes) == len(cases), (
+        child.returncode, cases[len(outcomes):][:1], child.stderr[-3000:])
+    return [subprocess.CompletedProcess(["<batch>", *case[3]], code, out, err)
+            for case, (code, out, err) in zip(cases, outcomes, strict=True)]
+
+
 def test_faults_at_random_points_end_in_one_line_and_the_right_status():
     """Each case: a command, a point, a fault, and the call it is raised at (drawn at random; a
-    draw past the last call is a run without a fault, whose output must be the clean one)."""
+    draw past the last call is a run without a fault, whose output must be the clean one).
+
+    Was one process per case (30 processes): the clean runs stay one real process each, the faulted
+    cases run in one process (FAULT_BATCH), and the first case of each fault also runs as a real
+    process (HARNESS), whose status, stdout and stderr must equal the batch's: the same checks on
+    the same draws, a fault that kills the process by a signal still fails the test."""
     import random
     rnd = random.Random(27)
     clean = {i: _inject("none", 0, "EIO", c) for i, c in enumerate(FAULT_COMMANDS)}
     assert all(p.returncode == 0 and p.stdout for p in clean.values()), clean
     cases = [(rnd.randrange(len(FAULT_COMMANDS)), point, kind, rnd.randint(1, 6))
              for point, kinds in KINDS.items() for kind in kinds for _ in range(3)]
-    faulted = 0
-    for i, point, kind, nth in cases:
-        proc = _inject(point, nth, kind, FAULT_COMMANDS[i])
+    procs = _inject_in_one_process([(point, nth, kind, FAULT_COMMANDS[i]) for i, point, kind, nth in cases])
+    faulted, real, hit = 0, set(), set()
+    for (i, point, kind, nth), proc in zip(cases, procs, strict=True):
         what = (FAULT_COMMANDS[i], point, kind, nth)
+        if kind not in real and proc.returncode != 0:  # the same case in a process of its own
+            real.add(kind)
+            alone = _inject(point, nth, kind, FAULT_COMMANDS[i])
+            assert (alone.returncode, alone.stdout, alone.stderr) == (proc.returncode, proc.stdout, proc.stderr), what
         assert proc.returncode >= 0, (what, proc.stderr)  # never a signal
         assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, (what, proc.stderr)
         if proc.returncode == 0:  # the fault's call never came: all of the clean output, nothing else
             assert proc.stdout == clean[i].stdout and proc.stderr == clean[i].stderr, what
             continue
         faulted += 1
+        hit.add(kind)
         code, fragments = EXPECTED[kind]
         assert proc.returncode == code, (what, proc.returncode, proc.stderr)
         lines = proc.stderr.strip().splitlines()
@@ -298,6 +393,7 @@ def test_faults_at_random_points_end_in_one_line_and_the_right_status():
         if kind == "EIO":
             assert ("example.qrels" in lines[0]) != ("example.run" in lines[0]), lines[0]  # names the file
     assert faulted >= len(cases) // 2, faulted  # most draws hit a call
+    assert real == hit, (real, hit)  # each fault that was raised, raised in a real process too
 
 
 SPARK_FAULTS = [("spark-evaluate", "MemoryError"), ("spark-evaluate", "KeyboardInterrupt"), ("write", "ENOSPC"),

@@ -376,15 +376,28 @@ def read_dicts(qrels_path, run_path) -> tuple[dict, dict]:
     return qrels, run
 
 
+_DL19: dict = {}  # the seeded copies, made once per module: {"dicts": ..., "files": {name: bytes}}
+
+
 def dl19_reproduction(tmp_path) -> dict:
-    """The DL19 BM25 run as the original baseline, and perturbed copies of it (seeded)."""
+    """The DL19 BM25 run as the original baseline, and perturbed copies of it (seeded), written to
+    ``tmp_path``. The copies are drawn once (the same seed gives the same copies; ~13 tests use
+    them): later calls write the first call's bytes into their own ``tmp_path``."""
     qrels_path = msmarco_file("qrels.dl19-passage.txt")
-    qrels, bm25 = read_dicts(qrels_path, msmarco_file("run.dl19-passage.bm25.trec"))
-    rng = random.Random(19)
-    runs = {"ob": bm25, "oa": perturb(bm25, qrels, rng, 0.3, 50, 30, 1.5),
-            "rb": perturb(bm25, qrels, rng, 0.3, 50, 30, 0), "ra": perturb(bm25, qrels, rng, 0.5, 80, 60, 1.2)}
-    paths = {k: write_run(tmp_path / f"{k}.trec", v, k) for k, v in runs.items()}
-    return {"qrels": qrels_path, **paths, "dicts": (qrels, runs)}
+    if not _DL19:
+        qrels, bm25 = read_dicts(qrels_path, msmarco_file("run.dl19-passage.bm25.trec"))
+        rng = random.Random(19)
+        runs = {"ob": bm25, "oa": perturb(bm25, qrels, rng, 0.3, 50, 30, 1.5),
+                "rb": perturb(bm25, qrels, rng, 0.3, 50, 30, 0), "ra": perturb(bm25, qrels, rng, 0.5, 80, 60, 1.2)}
+        paths = {k: write_run(tmp_path / f"{k}.trec", v, k) for k, v in runs.items()}
+        _DL19.update(dicts=(qrels, runs), files={k: p.read_bytes() for k, p in paths.items()})
+    paths = {k: tmp_path / f"{k}.trec" for k in _DL19["files"]}
+    for k, path in paths.items():
+        if not path.exists():
+            path.write_bytes(_DL19["files"][k])
+    qrels, runs = _DL19["dicts"]
+    copies = ({t: dict(d) for t, d in qrels.items()}, {k: {t: list(v) for t, v in r.items()} for k, r in runs.items()})
+    return {"qrels": qrels_path, **paths, "dicts": copies}
 
 
 def test_equals_repro_eval_on_the_dl19_bm25_run_and_perturbed_copies(tmp_path):
