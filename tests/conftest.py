@@ -7,6 +7,8 @@ import os
 import shutil
 import socket
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,13 +80,28 @@ def msmarco_file(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    """One SparkSession (local[2]) for every test that needs one; skipped without pyspark or Java."""
+    """One SparkSession (local[2]) for every test that needs one; skipped without pyspark or Java.
+
+    Two shuffle partitions (one per thread: a job's tasks run in one wave; with 4 each evaluation
+    took about twice as long on tiny inputs), still several partitions after every shuffle. A test
+    whose point is more partitions sets them itself (:func:`shuffle_partitions`)."""
     pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
     if not shutil.which("java"):
         pytest.skip("Java is not installed (the Spark engine needs Java 17)")
     from ndcg_plugin import spark as ndcg_spark
 
-    yield ndcg_spark.session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"})
+    yield ndcg_spark.session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false"})
+
+
+@contextmanager
+def shuffle_partitions(spark, n: int) -> Iterator[None]:
+    """The session's shuffle partitions set to ``n`` while the block runs, then set back."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 def pytest_collection_modifyitems(items) -> None:

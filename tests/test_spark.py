@@ -433,8 +433,10 @@ def test_the_exact_split_in_spark_is_the_local_one(spark):
 @pytest.mark.filterwarnings("ignore:.*run queries are (not )?in the qrels:RuntimeWarning")
 def test_aggregates_print_the_local_digits_whatever_the_partitioning(spark):
     # exact sums in both engines: at -p -1 (every digit) the printed aggregates are the local
-    # engine's byte for byte, with the run and qrels cut into 1, 3 or 17 partitions
+    # engine's byte for byte, with the run and qrels cut into 1, 3 or 17 partitions and the shuffle
+    # into 4 (the tests' session has 2)
     from ndcg_plugin.formatting import format_value
+    from tests.conftest import shuffle_partitions
     rng = np.random.default_rng(11)
     cases = [_case(rng) for _ in range(40)]
     qrels = pd.concat([q.assign(query_id=f"c{i}_" + q["query_id"]) for i, (q, _) in enumerate(cases)])
@@ -443,8 +445,9 @@ def test_aggregates_print_the_local_digits_whatever_the_partitioning(spark):
     local = ir_measures.providers.registry["ndcg_plugin"].calc_aggregate(measures, qrels, run)
     expected = "\n".join(f"{m}\t{format_value(local[m], -1)}" for m in measures)
     for parts in (1, 3, 17):
-        got = ndcg_spark.evaluate(spark.createDataFrame(qrels).repartition(parts),
-                                  spark.createDataFrame(run).repartition(parts), measures)
+        with shuffle_partitions(spark, 4):
+            got = ndcg_spark.evaluate(spark.createDataFrame(qrels).repartition(parts),
+                                      spark.createDataFrame(run).repartition(parts), measures)
         assert "\n".join(f"{m}\t{format_value(got[m], -1)}" for m in measures) == expected, parts
 
 
