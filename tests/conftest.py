@@ -102,11 +102,3 @@ def shuffle_partitions(spark, n: int) -> Iterator[None]:
         yield
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
-
-
-def pytest_collection_modifyitems(items) -> None:
-    """The tests that use the Spark session share one worker under pytest-xdist (``--dist
-    loadgroup``, pyproject's addopts): one JVM started, not one per worker."""
-    for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
