@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..measures.parsing import examples
-from .report import GEOMETRIC_OF, MIN_GEO_MEAN, ORDER, MissingQuery, Report, family_of, run_tag
+from .report import GEOMETRIC_OF, MIN_GEO_MEAN, ORDER, MissingQuery, Report, family_of, printed_names, run_tag
 
 VERSION = "10.0"
 
@@ -240,19 +240,12 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
         _interpolated(fam, given, qrels, trec, o, values)
     if engine or plugin:
         _engine_values(engine + plugin, real, qrels_table, values)  # an empty ranking scores as a missing query
-    order: dict = {}
-    for q in values:
-        for n in values[q]:
-            order.setdefault(n, len(order))
-    plugin_names = {n for n, _ in plugin}
-    trec_names = sorted((n for n in order if n not in plugin_names),
-                        key=lambda n: (ORDER.index(family_of(n)), order[n]))
-    names = [(n, "trec") for n in trec_names] + plugin
+    names = printed_names(values, plugin)
     if not o.complete:
         missing = next((q for q in qids if q not in run), None)
         if missing is not None:
             raise MissingQuery(missing, Report([q for q in qids if q < missing], names, values))
-    tag = run_tag(run_data) if "runid" in order else ""
+    tag = run_tag(run_data) if any(n == "runid" for n, _ in names) else ""
     recount = sum(1 for judged in qrels.values() for x in judged.values() if x > 0) if o.complete else None
     return Report([q for q in qids if q in real], names, values, tag, recount)
 

@@ -47,7 +47,7 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
 
     from ..evaluation import Evaluation, ReadOptions, refuse_crashing_queries
     from . import interp as ti
-    from .report import ORDER, MissingQuery, Report, family_of, run_tag
+    from .report import MissingQuery, Report, family_of, printed_names, run_tag
     if declines(o, p) is not None:
         return None
     interp = []  # (printed name, IPrec measure, the 11pt_avg name it enters or None)
@@ -72,11 +72,7 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
     values = _values(res, qids, evaluated, engine, interp, plugin)
-    names = [(n, "trec") for n in p.pytrec]  # runid, num_q: the report's own
-    order = list(dict.fromkeys(n for q in values for n in values[q]))
-    trec_names = [n for n, _ in names] + [n for n in order if n not in {x for x, _ in plugin}]
-    trec_names = sorted(trec_names, key=lambda n: (ORDER.index(family_of(n)), trec_names.index(n)))
-    names = [(n, "trec") for n in trec_names] + [(n, m) for n, m in plugin]
+    names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
         missing = next(q for i, q in enumerate(qids) if returned[i] == 0)

@@ -89,6 +89,18 @@ def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_compl
     return "".join(out)
 
 
+def printed_names(values: dict, plugin: list, reported: tuple = ()) -> list:
+    """[(printed name, "trec" or the plugin's measure)] of a Report: the trec_eval measures in
+    ``values`` ({qid: {name: value}}) and ``reported`` (made by the report itself: runid, num_q) in
+    trec_eval's order (:data:`ORDER`; a measure's names, such as P_5 and P_10, in the order they
+    first appear), then the plugin's measures (``plugin``: [(name, measure)]) as given."""
+    first = list(dict.fromkeys([*reported, *(n for q in values for n in values[q])]))
+    theirs = {n for n, _ in plugin}
+    trec = [n for n in first if n not in theirs]
+    position = {n: i for i, n in enumerate(trec)}
+    return [(n, "trec") for n in sorted(trec, key=lambda n: (ORDER.index(family_of(n)), position[n]))] + list(plugin)
+
+
 class MissingQuery(Exception):
     """A qrels query with no results, without ``-c``: trec_eval 10.0 exits with status 4."""
 
