@@ -36,9 +36,8 @@ TIE_NOTE = "ties: this tool orders tied scores by doc id ascending or arbitraril
 
 # --- tools run as separate processes -------------------------------------------------------------
 
-def tool_pytrec(qrels: str, run: str) -> None:
-    """pytrec_eval, whole process: its users parse the files into dicts, then evaluate."""
-    import pytrec_eval
+def read_dicts(qrels: str, run: str) -> tuple[dict, dict]:
+    """The two files as pytrec_eval's users parse them: {query: {doc: label}}, {query: {doc: score}}."""
     q: dict = {}
     for line in open(qrels):
         f = line.split()
@@ -47,6 +46,13 @@ def tool_pytrec(qrels: str, run: str) -> None:
     for line in open(run):
         f = line.split()
         r.setdefault(f[0], {})[f[2]] = float(f[4])
+    return q, r
+
+
+def tool_pytrec(qrels: str, run: str) -> None:
+    """pytrec_eval, whole process: its users parse the files into dicts, then evaluate."""
+    import pytrec_eval
+    q, r = read_dicts(qrels, run)
     res = pytrec_eval.RelevanceEvaluator(q, {"ndcg_cut.10", "recip_rank", "success.10", "P.10"}).evaluate(r)
     for m in ("ndcg_cut_10", "recip_rank", "success_10", "P_10"):  # trec_eval -c: missing queries are 0
         print(f"{m}\tall\t{sum(v[m] for v in res.values()) / len(q):.12f}")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import ROOT, compile_package, machine, timed, versions, workload  # noqa: E402
+from bench import ROOT, compile_package, machine, read_dicts, timed, versions, workload  # noqa: E402
 from bench_logs import logs  # noqa: E402
 
 SIX = ["NDCG_lin@10", "NDCG_exp@10", "HitRate@10", "HitRate_item@10", "MRR_zero@10", "MRR_ignore@10"]
@@ -31,14 +31,7 @@ NOT_COMPUTED = re.compile(r"^(relstring(_\d+)?|rbp|rbp_resid|unj_\d+)\s")
 def tool_pytrec(qrels: str, run: str) -> None:
     """pytrec_eval on dicts, as its users call it: the group's measures, means printed."""
     import pytrec_eval
-    q: dict = {}
-    for line in open(qrels):
-        f = line.split()
-        q.setdefault(f[0], {})[f[2]] = int(f[3])
-    r: dict = {}
-    for line in open(run):
-        f = line.split()
-        r.setdefault(f[0], {})[f[2]] = float(f[4])
+    q, r = read_dicts(qrels, run)
     names = {"ndcg_cut.10", "map", "recall.1000", "P.10", "recip_rank", "Rprec", "bpref"}
     res = pytrec_eval.RelevanceEvaluator(q, names).evaluate(r)
     for key, ours in PYTREC_GROUP.items():  # -c: queries missing from the run count 0
