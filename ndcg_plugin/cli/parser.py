@@ -4,6 +4,7 @@ defined once (parent parsers). Each subcommand sets ``handler``, the name of its
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,33 +18,57 @@ from ..trec_eval.check import default_measures
 BLOCK_MIB = BLOCK_BYTES >> 20  # the reader's block size, in MiB
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on standard error, exit status 2 (not
+    argparse's usage block before the message): ``ndcg-plugin eval: error: MESSAGE (ndcg-plugin
+    eval --help)``. Subcommand parsers are of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def _parents() -> dict[str, argparse.ArgumentParser]:
     """Options shared by subcommands, defined once: the two input files, how files are read, and
     the number of decimal places."""
-    files = argparse.ArgumentParser(add_help=False)
-    files.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
-                       "msmarco-passage/dev/small")
-    files.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin")
-    reading = argparse.ArgumentParser(add_help=False)
+    files = Parser(add_help=False)
+    _add_files(files)
+    reading = Parser(add_help=False)
     reading.add_argument("--run-format", choices=["auto", "trec", "msmarco"], default="auto",
                          help="run file format (default: detected from the first line)")
     reading.add_argument("--duplicates", choices=["error", "first", "max"], default="error",
                          help="repeated (query, doc) pairs: refuse (default, as trec_eval), keep the first, "
                               "or keep the highest score/label")
-    places = argparse.ArgumentParser(add_help=False)
+    places = Parser(add_help=False)
     places.add_argument("-p", "--places", type=places_option, default=4, help="decimal places (default 4; -1: all)")
     return {"files": files, "reading": reading, "places": places}
 
 
+#: the most decimal places ``-p`` prints (a double holds about 17 significant digits; -1 prints
+#: every one of them); Python's format refuses a precision above 2^31 - 1, and one just below
+#: builds a string of that many bytes per value
+MAX_PLACES = 100
+
+
+def _add_files(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    """QRELS and RUN; ``optional``: each may be left out of the positionals (eval, where
+    :func:`parse_args` finds them at the end of a ``-m`` list: trec_eval's order)."""
+    more = {"nargs": "?", "default": None} if optional else {}
+    parser.add_argument("qrels", help="TREC qrels file (plain or .gz), or an ir-datasets id such as "
+                        "msmarco-passage/dev/small", **more)
+    parser.add_argument("run", help="TREC run file (plain or .gz), MS MARCO run (qid pid rank), or - for stdin",
+                        **more)
+
+
 def places_option(text: str) -> int:
-    """The ``-p/--places`` option: an integer >= 0, or -1 (:data:`~ndcg_plugin.formatting.ALL_DIGITS`)
-    for every digit."""
+    """The ``-p/--places`` option: an integer from 0 to :data:`MAX_PLACES`, or -1
+    (:data:`~ndcg_plugin.formatting.ALL_DIGITS`) for every digit."""
+    expected = f"an integer from 0 to {MAX_PLACES}, or -1 (every digit)"
     try:
         places = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {text!r}") from None
-    if places < ALL_DIGITS:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 or -1 (every digit), got {places}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ALL_DIGITS <= places <= MAX_PLACES:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text.strip()}")
     return places
 
 
@@ -74,8 +99,10 @@ def _size(text: str) -> int:
     return int(number) * _UNITS[unit]
 
 
-_bytes_option = _checked(_size, lambda v: v >= 0, "a size: bytes, or with a unit K, M or G (e.g. 8M)",
-                         "a size >= 0 (0: read the run whole)")
+#: the largest ``--block-size``: 1024G (a block is read into memory whole)
+MAX_BLOCK = 1 << 40
+_bytes_option = _checked(_size, lambda v: 0 <= v <= MAX_BLOCK, "a size: bytes, or with a unit K, M or G (e.g. 8M)",
+                         "a size from 0 to 1024G (0: read the run whole)")
 _alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a significance level between 0 and 1 (e.g. 0.05)")
 _positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
@@ -95,7 +122,9 @@ def _column_map(text: str) -> dict[str, str]:
 
 
 def _add_eval(sub, parents: dict) -> None:
-    e = sub.add_parser("eval", help="evaluate a run", parents=[parents["files"], parents["reading"], parents["places"]])
+    e = sub.add_parser("eval", help="evaluate a run", parents=[parents["reading"], parents["places"]],
+                       usage="%(prog)s QRELS RUN [MEASURE ...] [options]")
+    _add_files(e, optional=True)
     e.add_argument("measures", nargs="*", help=f"measures, e.g. {examples()[0]} '{examples()[1]}' nDCG@10 AP "
                    "(default with a dataset id: its official measures)")
     e.add_argument("-m", "--measure", dest="more_measures", action="extend", nargs="+", default=[], metavar="MEASURE",
@@ -270,7 +299,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
+    p = Parser(prog="ndcg-plugin", description="Ranking evaluation with explicit conventions, "
                                 "checked against trec_eval.")
     p.add_argument("--version", action=_Version, help="show the versions of ndcg-plugin, ir-measures and "
                                                       "pytrec-eval-terrier and exit")
@@ -289,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "plugin's measures registered (ndcg-plugin irm --help)")
     sub.add_parser("measures", help="list the plugin's measures and their parameters").set_defaults(handler="measures")
     _add_datasets(sub)
+    p.commands = sub.choices  # the subcommands' parsers, by name
     return p
 
 
@@ -301,11 +331,49 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if argv[:1] == ["irm"]:  # the ir_measures command's own arguments, parsed by it
         return argparse.Namespace(command="irm", handler="irm", argv=argv[1:])
     parser = build_parser()
+    commands = ", ".join(parser.commands)
+    if not argv:
+        parser.error(f"give a command ({commands}), or --help or --version")
+    if argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unrecognized option {argv[0]}: give a command first ({commands}), or --help or --version")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command == "eval" and not any(r.startswith("-") for r in rest):
         args.measures = [*args.measures, *rest]
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "eval":
+        _files_from_measures(args, parser.commands["eval"])
     return args
+
+
+def _files_from_measures(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """eval in trec_eval's order, options first (``eval -m NDCG_lin@3 QRELS RUN``): ``-m`` took every
+    word after it, the files too; the words at the end of its list that are no measure (an
+    existing path, or text that does not parse as one) are QRELS and RUN. Refused in one line when
+    that does not give both."""
+    from ..measures import parse_measures
+    missing = [name for name in ("qrels", "run") if getattr(args, name) is None]
+    if not missing:
+        return
+    def is_file(word: str) -> bool:
+        if word == "-" or os.path.exists(word):
+            return True
+        try:
+            parse_measures([word])
+        except ValueError:
+            return True
+        return False
+
+    words = list(args.more_measures)
+    found: list[str] = []
+    while words and len(found) < len(missing) and is_file(words[-1]):
+        found.insert(0, words.pop())
+    if len(found) < len(missing):
+        parser.error(f"eval needs QRELS and RUN, missing {' and '.join(m.upper() for m in missing)}: put them first "
+                     f"(ndcg-plugin eval QRELS RUN MEASURE ...), or after the measures of -m, as trec_eval "
+                     f"takes them (ndcg-plugin eval -m MEASURE ... QRELS RUN)")
+    for name, word in zip(missing, found, strict=True):
+        setattr(args, name, word)
+    args.more_measures = words
 
 
