@@ -35,6 +35,19 @@ def trec_eval_hint(text: str) -> str:
     return f"; that is trec_eval's name: here it is {ours}{extra}"
 
 
+def did_you_mean(text: str) -> str:
+    """' (did you mean NDCG_exp@10?)' for a mistyped measure name (``NDCG_Exp@10``, ``nDGC@10``):
+    the registered names closest to the name part (difflib, case ignored), with the rest of
+    ``text`` (parameters, cutoff) kept; '' when none is close."""
+    import difflib
+    import re
+    name = re.match(r"[^(@]*", text).group(0)
+    rest = text[len(name):]
+    known = {n.lower(): n for n in reversed(list(ir_measures.measures.registry))}  # the first spelling wins
+    close = difflib.get_close_matches(name.lower(), list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(known[c] + rest for c in close)}?)" if close else ""
+
+
 def split_measures(text: str) -> list[str]:
     """Measure strings in one argument: separated by spaces outside parentheses, so that
     ``"Name(rel=2, ties='average')@10 nDCG@10"`` is two measures."""
@@ -69,8 +82,8 @@ def _parse_one(part: str):
             raise ValueError(f"unknown measure {part!r}{hint}") from None
         if isinstance(e, NameError):
             names = ", ".join(m.NAME for m in measures())
-            raise ValueError(f"unknown measure {part!r}; the plugin's measures are {names}, plus any "
-                             f"ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
+            raise ValueError(f"unknown measure {part!r}{did_you_mean(part)}; the plugin's measures are {names}, plus "
+                             f"any ir-measures measure (nDCG@10, AP, RR@10, ...)") from None
         raise ValueError(f"cannot read measure {part!r}: expected Name, Name@k or Name(param=value, ...)@k, "
                          f"e.g. {examples()[0]} or \"{examples()[1]}\"") from None
     try:

@@ -1,0 +1,116 @@
+"""The command line's edges and habits (issue 42, round 4: items 7i, 7k, 7m, 7n, 7o, 8-13, 17-19):
+each case one named test, with trec_eval 10.0's behaviour written beside it where it has one.
+In-process (``run_main``) unless the case is about the process itself (``run_cli``): a usage error
+or a failure is one line on stderr, exit status 2, no traceback."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests import helpers
+
+QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d3 1\nq3 0 d9 1\n"
+# q1: d4 (unjudged) first, then d1, d2, d3 tied at score 1.0 (trec_eval orders them by doc id
+# descending: d3, d2, d1); q2: its one relevant doc first; q3: no run line
+RUN = "q1 Q0 d1 1 1.0 r\nq1 Q0 d2 2 1.0 r\nq1 Q0 d3 3 1.0 r\nq1 Q0 d4 4 2.0 r\nq2 Q0 d3 1 0.5 r\n"
+
+
+@pytest.fixture
+def files(tmp_path) -> tuple[str, str]:
+    (tmp_path / "qrels").write_text(QRELS)
+    (tmp_path / "run").write_text(RUN)
+    return str(tmp_path / "qrels"), str(tmp_path / "run")
+
+
+def one_line_error(proc, *words: str, code: int = 2) -> str:
+    """The failure's one stderr line (checked: status ``code``, nothing on stdout, no traceback,
+    every word in it)."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+# --- 7k: huge option values ------------------------------------------------------------------------
+# trec_eval has no -p (it prints %6.4f); its -M and -l read numbers with atoi. Here -p takes 0-100
+# or -1 (every digit): Python's format refused 2^31 ("precision too big", a traceback) and a larger
+# one ("Too many decimal digits"); --block-size 10^20 was an OverflowError in the reader.
+
+@pytest.mark.parametrize("command", ["eval", "crosscheck", "compare"])
+@pytest.mark.parametrize("value", ["2147483648", "99999999999999999999"])
+def test_huge_places_are_one_usage_line(files, command, value):
+    q, r = files
+    argv = {"eval": ["eval", q, r, "NDCG_lin@2"], "crosscheck": ["crosscheck", q, r, "-m", "NDCG_lin@2"],
+            "compare": ["compare", q, r, r, "-m", "NDCG_lin@2", "--names", "a", "b"]}[command]
+    line = one_line_error(helpers.run_main(*argv, "-p", value), "-p/--places", value, "from 0 to 100, or -1")
+    assert line.startswith(f"ndcg-plugin {command}: error: ")
+
+
+def test_places_at_the_bound_print_that_many_digits(files):
+    proc = helpers.run_main("eval", *files, "P@2", "-p", "100")
+    # P@2 averaged over q1 (d4 unjudged, d3 non-relevant: 0), q2 (d3 relevant: 1/2) and q3 (0)
+    assert proc.returncode == 0 and proc.stdout == "P@2\t" + f"{(0 + 0.5 + 0) / 3:.100f}" + "\n"
+
+
+def test_huge_block_size_is_one_usage_line(files):
+    one_line_error(helpers.run_main("eval", *files, "NDCG_lin@2", "--block-size", "99999999999999999999"),
+                   "--block-size", "from 0 to 1024G", "99999999999999999999")
+
+
+# --- 8: eval in trec_eval's order, options first ---------------------------------------------------
+# trec_eval takes options before the files (trec_eval -m ndcg_cut.3 QRELS RUN); eval's -m used to
+# take the files as measures and then say "required: qrels, run, measures".
+
+def test_eval_takes_the_files_after_the_measures_of_m(files):
+    q, r = files
+    usual = helpers.run_main("eval", q, r, "NDCG_lin@3", "P@2", "-q")
+    options_first = helpers.run_main("eval", "-q", "-m", "NDCG_lin@3", "P@2", q, r)
+    assert usual.returncode == options_first.returncode == 0 and options_first.stdout == usual.stdout
+    assert "all\tNDCG_lin@3\t" in usual.stdout and options_first.stderr == ""
+    between = helpers.run_main("eval", q, "-m", "NDCG_lin@3", "P@2", r, "-q")
+    assert between.returncode == 0 and between.stdout == usual.stdout
+
+
+def test_eval_with_one_file_after_m_says_what_is_missing(files):
+    one_line_error(helpers.run_main("eval", "-m", "NDCG_lin@3", files[1]), "ndcg-plugin eval: error:",
+                   "missing QRELS and RUN", "eval -m MEASURE ... QRELS RUN")
+
+
+# --- 9: did you mean -------------------------------------------------------------------------------
+# trec_eval: "trec_eval: illegal measure 'ndcg_Cut'", exit 1, no suggestion.
+
+@pytest.mark.parametrize("typed,meant", [("NDCG_Exp@10", "NDCG_exp@10"), ("nDGC@10", "nDCG@10"),
+                                         ("mrr_zero(rel=2)@10", "MRR_zero(rel=2)@10"), ("Hitrate@3", "HitRate@3")])
+def test_a_mistyped_measure_gets_a_suggestion(files, typed, meant):
+    line = one_line_error(helpers.run_main("eval", *files, typed), f"unknown measure {typed!r}", "did you mean")
+    suggested = re.search(r"did you mean (.*?)\?", line).group(1).split(" or ")
+    assert meant in suggested, line
+
+
+def test_a_measure_close_to_nothing_gets_no_suggestion(files):
+    line = one_line_error(helpers.run_main("eval", *files, "XYZQ@2"), "unknown measure 'XYZQ@2'")
+    assert "did you mean" not in line
+
+
+# --- 10: usage errors are one line -----------------------------------------------------------------
+# trec_eval prints its 30-line usage on a bad option; docs/cli.md promises one line here.
+
+@pytest.mark.parametrize("argv,words", [
+    (["eval", "{q}", "{r}", "--block-size", "-5", "nDCG@10"], ["ndcg-plugin eval: error: argument --block-size"]),
+    (["compare", "{q}", "{r}", "{r}", "-m", "RR", "--names", "a", "b", "--alpha", "1.5"],
+     ["ndcg-plugin compare: error: argument --alpha", "1.5"]),
+    (["eval", "{q}", "{r}", "nDCG@10", "--output", "xml"], ["argument -o/--output", "'xml'"]),
+    (["crosscheck", "{q}"], ["ndcg-plugin crosscheck: error:", "required: run"]),
+    (["-V"], ["ndcg-plugin: error: unrecognized option -V", "eval, crosscheck"]),
+    (["--frobnicate", "eval"], ["unrecognized option --frobnicate"]),
+    ([], ["give a command (eval, crosscheck"]),
+])
+def test_usage_errors_are_one_line(files, argv, words):
+    q, r = files
+    proc = helpers.run_main(*[a.format(q=q, r=r) for a in argv])
+    line = one_line_error(proc, *words)
+    assert "usage:" not in line and line.endswith("--help)")
