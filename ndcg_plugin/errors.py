@@ -22,6 +22,21 @@ class InputError(ValueError):
         super().__init__(msg)
 
 
+#: the end of a message about a repeated (query, doc) pair: how a Python caller keeps one copy (the
+#: command line says its option instead: :func:`ndcg_plugin.cli.messages.for_cli`)
+DUPLICATES_HINT = "pass duplicates='first' or 'max' to keep one"
+
+
+class ColumnsError(InputError):
+    """A Parquet file (or a Spark one) without the columns asked for. ``kind``: 'qrels' or 'run';
+    ``found``: what is missing and what is there. The message ends with how a Python caller names
+    the columns (``columns=``); the command line names its option instead (``--run-columns``)."""
+
+    def __init__(self, kind: str, source: str, found: str):
+        self.kind, self.found = kind, found
+        super().__init__(source, None, f"{found}; name them with columns={{'query_id': COLUMN, ...}}")
+
+
 class DatasetError(ValueError):
     """A dataset id that cannot be used: unknown, without qrels, or not in the local cache."""
 

@@ -114,3 +114,79 @@ def test_usage_errors_are_one_line(files, argv, words):
     proc = helpers.run_main(*[a.format(q=q, r=r) for a in argv])
     line = one_line_error(proc, *words)
     assert "usage:" not in line and line.endswith("--help)")
+
+
+# --- 7m: messages of two lines are one ------------------------------------------------------------
+# trec_eval reads no Parquet and starts no JVM; its errors are one line ("trec_eval: ...").
+
+def _corrupt_parquet(path) -> None:
+    """A Parquet file whose footer (thrift metadata) is damaged: pyarrow's message then holds a newline."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0]}), path)
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[-8:-4], "little")
+    for i in range(len(data) - 8 - size, len(data) - 8, 3):
+        data[i] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_parquet_error_with_a_newline_is_one_line(files, tmp_path):
+    bad = tmp_path / "bad.parquet"
+    _corrupt_parquet(bad)
+    import pyarrow.parquet as pq
+    with pytest.raises(Exception) as raw:  # the library's own message: more than one line
+        pq.ParquetFile(bad)
+    assert "\n" in str(raw.value), "pyarrow's message has no newline any more: this case is moot"
+    one_line_error(helpers.run_main("eval", files[0], str(bad), "NDCG_lin@2"), str(bad), "thrift")
+
+
+def test_a_spark_that_cannot_start_is_one_line_without_unclosed_file_warnings(files, tmp_path):
+    pytest.importorskip("pyspark")
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\necho 'Error: this java is broken' >&2\nexit 1\n")
+    java.chmod(0o755)
+    proc = helpers.run_cli("eval", *files, "NDCG_lin@2", "--engine", "spark",
+                           env={"JAVA_HOME": str(java.parent.parent), "PYTHONDEVMODE": "1"})
+    line = one_line_error(proc, "Spark could not start", "this java is broken")
+    assert "unclosed" not in line
+
+
+# --- 11: the duplicate-pair message in each interface's words ---------------------------------------
+# trec_eval refuses a repeated pair in the qrels ("duplicate docs"); in a run it keeps both lines.
+
+DUP_RUN = "q1 Q0 d1 1 1.0 r\nq1 Q0 d1 2 0.5 r\n"
+
+
+def test_the_duplicate_message_names_the_cli_option_on_the_command_line(files, tmp_path):
+    (tmp_path / "dup").write_text(DUP_RUN)
+    line = one_line_error(helpers.run_main("eval", files[0], str(tmp_path / "dup"), "NDCG_lin@2"),
+                          "lines 1 and 2", "pass --duplicates first|max to keep one")
+    assert "duplicates='first'" not in line
+
+
+def test_the_duplicate_message_names_the_keyword_in_python(tmp_path):
+    import ndcg_plugin
+    (tmp_path / "dup").write_text(DUP_RUN)
+    with pytest.raises(ndcg_plugin.InputError) as e:
+        ndcg_plugin.read(str(tmp_path / "dup"), "run")
+    assert str(e.value).endswith("pass duplicates='first' or 'max' to keep one") and "--duplicates" not in str(e.value)
+
+
+# --- 18: a Parquet file with other column names -------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["qrels", "run"])
+def test_other_column_names_name_the_columns_option(files, tmp_path, kind):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    value = {"qrels": ("rating", [1]), "run": ("prediction", [1.0])}[kind]
+    path = tmp_path / f"{kind}.parquet"
+    pq.write_table(pa.table({"user": ["q1"], "item": ["d1"], value[0]: value[1]}), path)
+    q, r = (str(path), files[1]) if kind == "qrels" else (files[0], str(path))
+    line = one_line_error(helpers.run_main("eval", q, r, "NDCG_lin@2"), "found ['user', 'item'",
+                          f"name them with --{kind}-columns query_id=COLUMN")
+    assert "columns=" not in line
+    import ndcg_plugin
+    with pytest.raises(ndcg_plugin.InputError, match=r"name them with columns=\{'query_id': COLUMN"):
+        ndcg_plugin.read(str(path), kind)

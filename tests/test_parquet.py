@@ -131,7 +131,7 @@ def test_a_repeated_pair_is_named_by_both_rows_as_text_names_both_lines(tmp_path
         read(parquet, "run")
     assert str(in_parquet.value) == (f"{parquet}: row 2: duplicate (query_id, doc_id) = ('q1', 'a'): rows 0 and 2 "
                                      "(score 2.0 and 0.5); trec_eval refuses duplicates; pass duplicates='first' or "
-                                     "'max' (CLI --duplicates) to keep one")
+                                     "'max' to keep one")
     assert in_parquet.value.line == 2 and as_rows(in_text.value.reason) == in_parquet.value.reason.split(": ", 1)[1]
     assert columns(read(parquet, "run", duplicates="max"), "run") == (["q1", "q1"], ["a", "b"], [2.0, 1.0], [0, 1])
 

@@ -24,6 +24,7 @@ from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
+from .messages import for_cli, one_line
 from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
 
 
@@ -377,15 +378,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = CheckedOutput(original_stdout)
     try:
         with warnings.catch_warnings():
-            warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
+            warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {one_line(msg)}\n"
             code = HANDLERS[args.handler](args)
         sys.stdout.flush()
         return code
     except (InputError, UsageError, DatasetError) as e:
-        say(f"error: {e}")
+        say(f"error: {for_cli(e)}")
     except OutputError as e:
         leave_stdout()
-        say(f"error: writing standard output: {e}")
+        say(f"error: writing standard output: {one_line(str(e))}")
     except BrokenPipeError:
         leave_stdout()
         return 0

@@ -12,7 +12,7 @@ import pyarrow as pa
 from ..arrays import speedups
 from ..arrays.block import Block
 from ..arrays.columns import as_arrow_strings, columns_of, fingerprints, from_numpy, ids_of
-from ..errors import VALUE_COLUMN, Kind
+from ..errors import DUPLICATES_HINT, VALUE_COLUMN, Kind
 from .formats import error_at
 
 POLICIES = ("error", "first", "max")
@@ -169,8 +169,8 @@ def kept_rows(table: Any, kind: Kind, policy: str, source: str, only: np.ndarray
         raise error_at(
             source, style, int(lines[twin]),
             f"duplicate (query_id, doc_id) = ({first[0]!r}, {first[1]!r}): {unit}s {int(lines[rows[0]])} and "
-            f"{int(lines[twin])} ({col} {values[rows[0]]} and {values[twin]}); trec_eval refuses duplicates; pass "
-            f"duplicates='first' or 'max' (CLI --duplicates) to keep one")
+            f"{int(lines[twin])} ({col} {values[rows[0]]} and {values[twin]}); trec_eval refuses duplicates; "
+            f"{DUPLICATES_HINT}")
     best: dict = {}
     for row, pair in zip(rows.tolist(), pairs, strict=True):
         if pair not in best or (policy == "max" and values[row] > values[best[pair]]):

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..arrays.columns import join_chunks, to_numpy
-from ..errors import VALUE_COLUMN, InputError
+from ..errors import VALUE_COLUMN, ColumnsError, InputError
 from ..sizes import BLOCK_BYTES
 from .formats import Layout, column_names, error_at
 from .lines import Parsed
@@ -153,8 +153,8 @@ class _Plan:
             mapped = {r: names[r] for r in missing if names[r] != r}
             via = f" (columns= names them {mapped})" if mapped else ""
             where = f" in {file}" if file != source else ""
-            raise InputError(source, None, f"missing columns {[names[r] for r in missing]}{via}{where}; expected "
-                             f"{', '.join(names)} (found {found})")
+            raise ColumnsError(kind, source, f"missing columns {[names[r] for r in missing]}{via}{where}; expected "
+                               f"{', '.join(names)} (found {found})")
         self.types = {r: _value_type(schema.field(n).type) for r, n in names.items()}
         for role, t in self.types.items():
             _check_type(role, t, self.label(role), source)

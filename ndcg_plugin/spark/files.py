@@ -18,7 +18,7 @@ import warnings
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..errors import VALUE_COLUMN, InputError
+from ..errors import VALUE_COLUMN, ColumnsError, InputError
 from ..reading.formats import LAYOUTS, RUN_FORMATS, WHITESPACE
 from .failures import fail, is_local, local_path, reraise
 
@@ -65,9 +65,9 @@ def read(spark, path: str, kind: str, run_format: str = "auto", columns: dict | 
         df = spark.read.parquet(str(path))
         missing = [names[c] for c in ("query_id", "doc_id", VALUE_COLUMN[kind]) if names[c] not in df.columns]
         if missing:
-            raise InputError(str(path), None, f"Parquet {kind} needs the columns "
-                             f"{', '.join(names[c] for c in ('query_id', 'doc_id', VALUE_COLUMN[kind]))}; "
-                             f"missing {missing} (columns: {df.columns})")
+            raise ColumnsError(kind, str(path), f"Parquet {kind} needs the columns "
+                               f"{', '.join(names[c] for c in ('query_id', 'doc_id', VALUE_COLUMN[kind]))}; "
+                               f"missing {missing} (columns: {df.columns})")
         return df.select(*(F.col(names[c]).alias(c) for c in ("query_id", "doc_id", VALUE_COLUMN[kind])))
     if columns is not None:
         raise ValueError(f"{path}: column names are for Parquet files; a text file's columns are found by their "

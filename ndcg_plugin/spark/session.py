@@ -180,18 +180,34 @@ def _start(master: str, conf: dict, quiet: bool):
         log = tempfile.NamedTemporaryFile("w+b", prefix="ndcg-plugin-spark-", suffix=".log", delete=False)
         saved = os.dup(2)
         os.dup2(log.fileno(), 2)
+    failure = None
     try:
         spark = builder.getOrCreate()
     except Exception as e:  # pyspark raises several classes for a JVM that did not start
-        raise SparkUnavailable(_why(e, log)) from None
+        failure = _why(e, log)
     finally:
         if log is not None:
             os.dup2(saved, 2)
             os.close(saved)
+    if failure is not None:
+        _release_quietly(log)
+        raise SparkUnavailable(failure)
     if log is not None:
         os.unlink(log.name)  # the JVM keeps writing to it, unnamed (log4j is off: only a crash would)
     spark.sparkContext.setLogLevel(level.upper())
     return spark
+
+
+def _release_quietly(log) -> None:
+    """After a JVM that did not start: close the log (left on disk for the user, whom the message
+    names it to) and collect what pyspark's failed launch left open (the JVM's stdin pipe), with
+    their ResourceWarnings ("unclosed file"), which would otherwise follow the one-line error."""
+    import gc
+    if log is not None:
+        log.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 def _why(error: Exception, log) -> str:
