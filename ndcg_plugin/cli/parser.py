@@ -347,7 +347,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _files_from_measures(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """eval in trec_eval's order, options first (``eval -m NDCG_lin@3 QRELS RUN``): ``-m`` took every
+    """eval in trec_eval's order, options first (``eval -m MEASURE QRELS RUN``): ``-m`` took every
     word after it, the files too; the words at the end of its list that are no measure (an
     existing path, or text that does not parse as one) are QRELS and RUN. Refused in one line when
     that does not give both."""
