@@ -4,6 +4,7 @@ In-process (``run_main``) unless the case is about the process itself (``run_cli
 or a failure is one line on stderr, exit status 2, no traceback."""
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -190,3 +191,54 @@ def test_other_column_names_name_the_columns_option(files, tmp_path, kind):
     import ndcg_plugin
     with pytest.raises(ndcg_plugin.InputError, match=r"name them with columns=\{'query_id': COLUMN"):
         ndcg_plugin.read(str(path), kind)
+
+
+# --- 7i: irm (the ir_measures command) fails as eval fails --------------------------------------------
+# trec_eval: "trec_eval: Cannot read ..."-style one-line errors, exit 1. The ir_measures command alone:
+# a traceback (exit 1) for a missing run, a directory, EIO or a bad line; exit 255 for an unknown
+# measure; SIGABRT (pytrec_eval's assertion) for nDCG@0.
+
+BAD_RUN = "q1 Q0 d1 1\n"  # 4 columns
+
+
+@pytest.mark.parametrize("case,argv,words", [
+    ("missing qrels", ["{d}/nothing", "{r}", "nDCG@10"], ["{d}/nothing: no such file, and not an ir-datasets id"]),
+    ("missing run", ["{q}", "{d}/nothing", "nDCG@10"], ["{d}/nothing: cannot be read: No such file"]),
+    ("directory run", ["{q}", "{d}", "nDCG@10"], ["{d}: is a directory"]),
+    ("directory qrels", ["{d}", "{r}", "nDCG@10"], ["{d}: is a directory"]),
+    ("bad run line", ["{q}", "{d}/bad", "nDCG@10"], ["{d}/bad:1: expected 6 columns"]),
+    ("unknown measure", ["{q}", "{r}", "nDGC@10"], ["unknown measure 'nDGC@10'", "did you mean nDCG@10"]),
+    ("cutoff 0, plugin measure", ["{q}", "{r}", "NDCG_lin@0"], ["invalid measure 'NDCG_lin@0'"]),
+    ("huge places", ["{q}", "{r}", "nDCG@10", "-p", "99999999999999999999"], ["--places/-p", "from 0 to 100"]),
+    ("no measure", ["{q}", "{r}"], ["ndcg-plugin irm: error:", "required: measures"]),
+    ("-n without -q", ["{q}", "{r}", "nDCG@10", "-n"], ["--no_summary (-n) only supported with --by_query"]),
+])
+def test_irm_fails_in_one_line_as_eval_does(files, tmp_path, case, argv, words):
+    (tmp_path / "bad").write_text(BAD_RUN)
+    q, r = files
+    fill = {"q": q, "r": r, "d": str(tmp_path)}
+    one_line_error(helpers.run_main("irm", *[a.format(**fill) for a in argv]), *[w.format(**fill) for w in words])
+
+
+def test_irm_bad_line_is_named_as_eval_names_it(files, tmp_path):
+    (tmp_path / "bad").write_text(BAD_RUN)
+    irm = one_line_error(helpers.run_main("irm", files[0], str(tmp_path / "bad"), "nDCG@10"))
+    ev = one_line_error(helpers.run_main("eval", files[0], str(tmp_path / "bad"), "nDCG@10"))
+    assert irm == ev
+
+
+def test_irm_cutoff_zero_of_a_builtin_is_refused_not_aborted(files):
+    # a process of its own: the failure this replaces is a signal (pytrec_eval's assertion, SIGABRT)
+    one_line_error(helpers.run_cli("irm", *files, "nDCG@0"), "invalid measure 'nDCG@0'", "k >= 1")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc/self/mem (reads fail with EIO)")
+def test_irm_eio_is_one_line_naming_the_file(files):
+    one_line_error(helpers.run_main("irm", files[0], "/proc/self/mem", "nDCG@10"),
+                   "/proc/self/mem: cannot be read: Input/output error")
+
+
+def test_irm_still_prints_what_ir_measures_prints(files):
+    # by hand: P@2 is (0 + 1/2 + 0) / 3 (see test_places_at_the_bound_print_that_many_digits)
+    proc = helpers.run_main("irm", *files, "P@2", "-p", "6")
+    assert proc.returncode == 0 and proc.stdout == "P@2\t0.166667\n", proc.stderr

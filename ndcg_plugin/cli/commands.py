@@ -336,19 +336,12 @@ def cmd_trec_eval(args) -> int:
 
 
 def cmd_irm(args) -> int:
-    """``irm``: the ``ir_measures`` command itself (its arguments, output and numbers), in a
-    process where the plugin's measures are registered; ir-measures has no plugin discovery, so
-    the ``ir_measures`` command alone does not know them."""
-    from ir_measures.__main__ import main_cli  # ir-measures' documented command entry point
-    saved = sys.argv
-    sys.argv = ["ndcg-plugin irm", *args.argv]
-    try:
-        main_cli()
-    except AssertionError as e:  # ir_measures asserts on some usage errors (-n without -q)
-        raise UsageError(f"ir_measures: {e}") from None
-    finally:
-        sys.argv = saved
-    return 0
+    """``irm``: the ``ir_measures`` command itself, with the plugin's measures registered and
+    eval's failure paths (:mod:`ndcg_plugin.cli.irm`)."""
+    from argparse import Namespace
+
+    from . import irm
+    return irm.main(args.argv, lambda qrels: _qrels_source(Namespace(qrels=qrels))[0])
 
 
 HANDLERS = {"eval": cmd_eval, "crosscheck": cmd_crosscheck, "compare": cmd_compare, "explain": cmd_explain,
