@@ -4,6 +4,7 @@ In-process (``run_main``) unless the case is about the process itself (``run_cli
 or a failure is one line on stderr, exit status 2, no traceback."""
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -242,3 +243,48 @@ def test_irm_still_prints_what_ir_measures_prints(files):
     # by hand: P@2 is (0 + 1/2 + 0) / 3 (see test_places_at_the_bound_print_that_many_digits)
     proc = helpers.run_main("irm", *files, "P@2", "-p", "6")
     assert proc.returncode == 0 and proc.stdout == "P@2\t0.166667\n", proc.stderr
+
+
+# --- 12: explain --------------------------------------------------------------------------------------
+# trec_eval has no explain; with -q -c it prints 0 for a qrels query the run lacks.
+
+def test_explain_of_a_query_without_run_lines_says_so(files):
+    proc = helpers.run_main("explain", *files, "--query", "q3", "-m", "NDCG_lin@2")
+    assert proc.returncode == 0, proc.stderr
+    assert "no documents retrieved for query q3" in proc.stdout
+    assert "Empty DataFrame" not in proc.stdout and "Columns:" not in proc.stdout
+    # q3's one relevant doc is not retrieved: DCG 0, IDCG 1, value 0
+    assert proc.stdout.splitlines()[-1] == "NDCG_lin@2 = 0.0000"
+
+
+def test_explain_of_ties_average_explains_the_averaged_value(files):
+    """By hand, q1 at k=2: rank 1 is d4 (score 2, unjudged, gain 0); d1, d2, d3 tie at score 1
+    (gains 2, 1, 0: mean 1) over ranks 2-4, so E[DCG@2] = 0 + 1 / log2(3) = 0.6309; the ideal
+    ranking is gains 2, 1: IDCG@2 = 2 + 1 / log2(3) = 2.6309; NDCG = 0.6309 / 2.6309 = 0.2398.
+    (trec_eval's order puts d3, gain 0, at rank 2: DCG 0.)"""
+    proc = helpers.run_main("explain", *files, "--query", "q1", "-m", "NDCG_lin(ties='average')@2")
+    assert proc.returncode == 0, proc.stderr
+    dcg, idcg = 1 / math.log2(3), 2 + 1 / math.log2(3)
+    assert f"E[DCG@2] = {dcg:.4f}, IDCG@2 = {idcg:.4f}, NDCG@2 = E[DCG] / IDCG = {dcg / idcg:.4f}" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == f"NDCG_lin(ties='average')@2 = {dcg / idcg:.4f}"
+    row = next(ln.split() for ln in proc.stdout.splitlines() if ln.split()[:2] == ["2", "d3"])
+    assert row[-3:] == [f"{1 / math.log2(3):.4f}", f"{dcg:.4f}", f"{dcg:.4f}"]  # discount, contribution, dcg
+    assert "as trec_eval" not in proc.stdout
+
+
+def test_explain_of_another_family_under_ties_average_says_the_value_is_averaged(files):
+    # HitRate@2 of q1 under ties='average': one slot (rank 2) for the tie d1, d2, d3, two of them
+    # relevant: 2/3 (trec_eval's order puts d3, not relevant, there: 0)
+    proc = helpers.run_main("explain", *files, "--query", "q1", "-m", "HitRate(ties='average')@2")
+    assert proc.returncode == 0 and "the value is the expected one over every order" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == f"HitRate(ties='average')@2 = {2 / 3:.4f}"
+
+
+# --- 13: crosscheck of a measure trec_eval has no counterpart for --------------------------------------
+
+def test_crosscheck_of_ties_average_is_not_comparable_not_a_mismatch(files):
+    proc = helpers.run_main("crosscheck", *files, "-m", "NDCG_lin(ties='average')@2", "NDCG_lin@2")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    rows = {ln.split()[0]: ln for ln in proc.stdout.splitlines()[1:]}
+    assert "not comparable" in rows["NDCG_lin(ties='average')@2"] and "MISMATCH" not in proc.stdout
+    assert rows["NDCG_lin@2"].endswith("match")

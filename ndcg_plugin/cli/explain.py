@@ -35,12 +35,16 @@ class Explanation:
     ideal: pd.DataFrame | None     # the ideal ranking, where the family has one (NDCG)
     ties: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    retrieved: int = 0             # the run's documents for the query
 
     def text(self, places: int = 4) -> str:
         out = [f"query {self.query_id}: {self.measure}"]
-        fmt = {c: (lambda v, p=places: format_value(v, p)) for c in ("score", "gain", "discount", "contribution", "dcg",
-                                                             "idcg")}
-        out.append(self.ranking.to_string(index=False, formatters=fmt))
+        fmt = {c: (lambda v, p=places: format_value(v, p)) for c in ("score", "gain", "mean_gain", "discount",
+                                                                     "contribution", "dcg", "idcg")}
+        if self.retrieved:
+            out.append(self.ranking.to_string(index=False, formatters=fmt))
+        else:
+            out.append(f"no documents retrieved for query {self.query_id} (the run has no line for it)")
         if self.ideal is not None:
             out += ["", "ideal ranking:", self.ideal.to_string(index=False, formatters=fmt)]
         if self.ties:
@@ -72,12 +76,17 @@ def explain(qrels: Any, run: Any, query_id: str, measure: Any, places: int = 4) 
     shown = table[t.top].assign(rank=t.rank[t.top])
     num = partial(format_value, places=places)
     shown, ideal, summary = owner.explain(t, shown, measure, num)
+    if spec.ties == "average" and not any("ties='average'" in line for line in summary):
+        summary.append("ties='average': the lines above follow the order listed; the value is the expected one over "
+                       "every order of the tied documents (ndcg_plugin.measures.ties)")
     summary.append(f"{measure} = {num(t.value)}" if not math.isnan(t.value) else f"{measure}: no value")
     return Explanation(query_id, str(measure), t.value, shown.reset_index(drop=True), ideal,
-                       _ties(t.score, t.doc_id, spec.cutoff), summary)
+                       _ties(t.score, t.doc_id, spec.cutoff, spec.ties), summary, len(t.doc_id))
 
 
-def _ties(scores: np.ndarray, docs: list, k: int | None) -> list[str]:
+def _ties(scores: np.ndarray, docs: list, k: int | None, ties: str = "trec") -> list[str]:
+    how = ("listed by doc id descending; the value averages over every order of them: ties='average'"
+           if ties == "average" else "ordered by doc id descending, as trec_eval")
     out = []
     n = len(scores) if k is None else min(len(scores), k + 1)
     start = 0
@@ -87,6 +96,6 @@ def _ties(scores: np.ndarray, docs: list, k: int | None) -> list[str]:
             end += 1
         if end > start:
             out.append(f"tie: score {scores[start]:g} at ranks {start + 1}-{end + 1}: {', '.join(docs[start:end + 1])} "
-                       f"(ordered by doc id descending, as trec_eval)")
+                       f"({how})")
         start = end + 1
     return out

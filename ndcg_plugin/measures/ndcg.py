@@ -193,6 +193,19 @@ def ideal_by_label(q: Any, rel: Any, cutoff: int | None) -> tuple[Any, Any, Any]
     return qs, rs, rank
 
 
+def _tie_mean(score: Any, kept: Any, gain: Any) -> Any:
+    """Each kept row's tie group's mean gain (a group: consecutive kept rows of equal score, in
+    trec_eval's order), 0 elsewhere: E[DCG@k]'s gain per rank (:func:`ndcg_plugin.measures.ties.ndcg_dcg`)."""
+    np = _np()
+    rows = np.flatnonzero(kept)
+    s = score[rows]
+    group = np.cumsum(np.r_[True, s[1:] != s[:-1]]) - 1 if len(rows) else np.zeros(0, dtype=np.int64)
+    out = np.zeros(len(score))
+    if len(rows):
+        out[rows] = (np.bincount(group, weights=gain[rows]) / np.bincount(group))[group]
+    return out
+
+
 #: labels up to this go through ideal_by_label (2^rel - 1 is then finite and rises with rel)
 _LABEL_ORDER_MAX = 1000
 
@@ -279,6 +292,9 @@ class NDCGFamily(Family):
         gain = np.where(trace.kept & trace.judged, gain_of(trace.relevance, spec), 0.0)
         discount = np.where(trace.kept, 1.0 / np.log2(rank + 1.0), 0.0)
         contribution = np.where(trace.top, gain / np.log2(rank + 1.0), 0.0)
+        mean_gain = _tie_mean(trace.score, trace.kept, gain) if spec.ties == "average" else None
+        if mean_gain is not None:  # E[DCG@k]: each rank's gain is its tie group's mean gain
+            contribution = np.where(trace.top, mean_gain / np.log2(rank + 1.0), 0.0)
         if spec.ideal == "run":
             pool = gain_of(trace.relevance[trace.kept & trace.judged], spec)
             idcg = float(ideal_dcg(np.zeros(len(pool), dtype=np.int64), pool, spec.cutoff, 1)[0])
@@ -288,13 +304,20 @@ class NDCGFamily(Family):
         ideal_gain = -np.sort(-pool[pool > 0])[:spec.cutoff]
         ideal_contribution = ideal_gain / np.log2(np.arange(len(ideal_gain)) + 2.0)
         top = contribution[trace.top]
-        shown = shown.assign(gain=gain[trace.top], discount=discount[trace.top], contribution=top, dcg=np.cumsum(top))
+        means = {} if mean_gain is None else {"mean_gain": mean_gain[trace.top]}
+        shown = shown.assign(gain=gain[trace.top], **means, discount=discount[trace.top], contribution=top,
+                             dcg=np.cumsum(top))
         ideal = pd.DataFrame({"rank": np.arange(1, len(ideal_gain) + 1), "gain": ideal_gain,
                               "contribution": ideal_contribution, "idcg": np.cumsum(ideal_contribution)})
         dcg = sum(top.tolist())
         at = f"@{spec.cutoff}" if spec.cutoff else ""
-        ratio = "DCG / IDCG = " + num(dcg / idcg) if idcg > 0 else "0 (IDCG = 0)"
-        return shown, ideal, [f"DCG{at} = {num(dcg)}, IDCG{at} = {num(idcg)}, NDCG{at} = {ratio}"]
+        if mean_gain is None:
+            ratio = "DCG / IDCG = " + num(dcg / idcg) if idcg > 0 else "0 (IDCG = 0)"
+            return shown, ideal, [f"DCG{at} = {num(dcg)}, IDCG{at} = {num(idcg)}, NDCG{at} = {ratio}"]
+        ratio = "E[DCG] / IDCG = " + num(dcg / idcg) if idcg > 0 else "0 (IDCG = 0)"
+        return shown, ideal, ["ties='average': each rank's gain is the mean gain of its tie group (every order of "
+                              "the tied documents equally likely), so the DCG is its expected value",
+                              f"E[DCG{at}] = {num(dcg)}, IDCG{at} = {num(idcg)}, NDCG{at} = {ratio}"]
 
     def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
         """``ndcg_cut.k`` (``ndcg`` without a cutoff) on qrels mapped through the variant's gain

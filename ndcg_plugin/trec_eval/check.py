@@ -60,7 +60,11 @@ def counterpart(measure, qrels: dict, run: dict, oracle: Oracle) -> tuple:
     family serves: AP, P@k, Bpref...) over every qrels query, as ``aggregate.Values`` (hits and
     returned for an item-level measure; NaN where a measure has no value), with how they were
     computed; or None and why not: the measure's family's counterpart."""
-    owner = family(spec_of(measure).family)
+    spec = spec_of(measure)
+    if spec.ties == "average":  # the expected value over every order of the tied docs: no trec_eval measure
+        return None, ("not comparable: trec_eval takes one order of tied documents (doc id descending) and has no "
+                      "ties='average'; crosscheck the measure without it")
+    owner = family(spec.family)
     if not isinstance(measure, PluginMeasure) and owner.measures:  # nDCG@k, RR@k, Success@k: as their twins
         twin = same_as_builtin(measure)
         if twin is None:
