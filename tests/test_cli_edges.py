@@ -288,3 +288,53 @@ def test_crosscheck_of_ties_average_is_not_comparable_not_a_mismatch(files):
     rows = {ln.split()[0]: ln for ln in proc.stdout.splitlines()[1:]}
     assert "not comparable" in rows["NDCG_lin(ties='average')@2"] and "MISMATCH" not in proc.stdout
     assert rows["NDCG_lin@2"].endswith("match")
+
+
+# --- 7n: no NaN printed as a number, no p-value from nothing -----------------------------------------
+# trec_eval reads integer labels only (no gains option), so it has no such overflow.
+
+HUGE = "NDCG_lin(gains={2: 1.7e308, 1: 1.7e308})@3"  # IDCG of q1: 1.7e308 * (1 + 1/log2(3)) = inf
+
+
+@pytest.mark.parametrize("block", ["8M", "0"])
+def test_gains_whose_dcg_overflows_are_refused_naming_the_measure(files, block):
+    one_line_error(helpers.run_main("eval", *files, HUGE, "--block-size", block), "NDCG_lin with gains",
+                   "overflows a double")
+
+
+def test_gains_whose_dcg_overflows_are_refused_in_python(files):
+    import ir_measures
+
+    import ndcg_plugin
+    with pytest.raises(ValueError, match="NDCG_lin with gains .* overflows a double"):
+        ir_measures.calc_aggregate([ir_measures.parse_measure(HUGE)], ndcg_plugin.read(files[0], "qrels"),
+                                   ndcg_plugin.read(files[1], "run"))
+
+
+def test_huge_gains_that_do_not_overflow_give_the_scaled_value(files):
+    # NDCG does not change when every gain is scaled: as gains {2: 1, 1: 1}. By hand, k=3: q1 ranks
+    # d4 (unjudged), d3 (0), d2 (gain g) at 1-3: DCG g/2, IDCG g (1 + 1/log2(3)); q2 1; q3 0.
+    proc = helpers.run_main("eval", *files, "NDCG_lin(gains={2: 1e308, 1: 1e308})@3", "-p", "6")
+    q1 = 0.5 / (1 + 1 / math.log2(3))
+    assert proc.returncode == 0 and proc.stdout.split("\t")[1] == f"{(q1 + 1 + 0) / 3:.6f}\n", proc.stderr
+
+
+def test_compare_gives_no_p_value_from_zero_pairs_and_says_why(files, tmp_path):
+    # MRR_ignore leaves misses out: a run that retrieves no relevant doc has no value for any query,
+    # so no query pairs with the baseline; a test on zero pairs used to print p = 1.0
+    (tmp_path / "none").write_text("q1 Q0 d9 1 1.0 r\nq2 Q0 d8 1 0.5 r\n")
+    proc = helpers.run_main("compare", files[0], files[1], str(tmp_path / "none"), "-m", "MRR_ignore@10", "P@2",
+                            "--names", "base", "none", "-o", "csv")
+    assert proc.returncode == 0, proc.stderr
+    header, _, none = proc.stdout.strip().splitlines()
+    assert "p:MRR_ignore@10" not in header and "p:P@2" in header
+    assert "ndcg-plugin: no p-value for none on MRR_ignore@10: no query has a value for MRR_ignore@10 in both none " \
+           "and base" in proc.stderr.splitlines()
+
+
+def test_compare_in_python_records_why_a_pair_has_no_test(files, tmp_path):
+    from ndcg_plugin import compare
+    (tmp_path / "none").write_text("q1 Q0 d9 1 1.0 r\nq2 Q0 d8 1 0.5 r\n")
+    with pytest.warns(RuntimeWarning, match="no query has a value"):
+        result = compare.compare(files[0], {"base": files[1], "none": str(tmp_path / "none")}, ["MRR_ignore@10"])
+    assert result.tests == {} and list(result.untested) == [("none", "MRR_ignore@10")]

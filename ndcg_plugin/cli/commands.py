@@ -295,6 +295,8 @@ def cmd_compare(args) -> int:
               "latex": lambda r: writers.to_latex(r, args.places), "csv": writers.to_csv,
               "jsonl": writers.to_jsonl}[args.output]
     print(writer(result))
+    for (name, m), why in result.untested.items():
+        say(f"no p-value for {name} on {m}: {why}")
     if target:
         try:
             writers.plot(result, target)

@@ -61,6 +61,8 @@ class Comparison:
     means: dict[str, dict[str, float]] = field(default_factory=dict)   # run -> measure -> aggregate
     per_query: dict[str, dict[str, pd.Series]] = field(default_factory=dict)  # run -> measure -> values
     tests: dict[tuple[str, str], Test] = field(default_factory=dict)   # (run, measure) -> test
+    #: (run, measure) -> why it has no test (no query with a value in both runs: no p-value from nothing)
+    untested: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def measure_names(self) -> list[str]:
@@ -196,6 +198,9 @@ def compare(qrels: Any, runs: dict, measures: list, *, baseline: str | None = No
         for m in result.measure_names:
             a, b = result.per_query[name][m], result.per_query[baseline][m]
             both = a.notna() & b.notna()  # queries with a value in both runs
+            if not both.any():
+                result.untested[(name, m)] = f"no query has a value for {m} in both {name} and {baseline}"
+                continue
             found.append((name, m, *_paired(a[both].to_numpy(), b[both].to_numpy(), test, permutations, seed)))
     adjusted = correct_pvalues([f[2] for f in found], correction)
     for (name, m, _, interval), p in zip(found, adjusted, strict=True):

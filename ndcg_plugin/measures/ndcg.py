@@ -193,6 +193,15 @@ def ideal_by_label(q: Any, rel: Any, cutoff: int | None) -> tuple[Any, Any, Any]
     return qs, rs, rank
 
 
+def _overflow(spec: Spec) -> None:
+    """Refuse a DCG or ideal DCG that overflowed a double (gains near 1e308): its ratio would be NaN,
+    or 0 where only the ideal overflowed, printed as a number."""
+    gains = f" with gains {dict(spec.gains)}" if spec.gains else ""
+    raise ValueError(f"{_name(spec)}{gains}: a query's DCG overflows a double (its sum of gain / log2(rank + 1) "
+                     f"exceeds 1.8e308), so its NDCG has no value; scale the gains down (NDCG does not change when "
+                     f"every gain is multiplied by the same factor)")
+
+
 def _tie_mean(score: Any, kept: Any, gain: Any) -> Any:
     """Each kept row's tie group's mean gain (a group: consecutive kept rows of equal score, in
     trec_eval's order), 0 elsewhere: E[DCG@k]'s gain per rank (:func:`ndcg_plugin.measures.ties.ndcg_dcg`)."""
@@ -262,6 +271,8 @@ class NDCGFamily(Family):
         else:
             idcg = index.memo(("ndcg ideal", spec.variant, spec.gains, spec.cutoff), lambda: self._idcg(index, spec))
             idcg = idcg[ranked.codes]
+        if not (np.isfinite(dcg).all() and np.isfinite(idcg).all()):
+            _overflow(spec)
         with np.errstate(divide="ignore", invalid="ignore"):
             return Values(np.where(idcg > 0, dcg / idcg, 0.0))
 
