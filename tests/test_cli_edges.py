@@ -338,3 +338,19 @@ def test_compare_in_python_records_why_a_pair_has_no_test(files, tmp_path):
     with pytest.warns(RuntimeWarning, match="no query has a value"):
         result = compare.compare(files[0], {"base": files[1], "none": str(tmp_path / "none")}, ["MRR_ignore@10"])
     assert result.tests == {} and list(result.untested) == [("none", "MRR_ignore@10")]
+
+
+# --- 7o: IR_DATASETS_HOME set to the empty string ---------------------------------------------------------
+# trec_eval reads files only. ir-datasets reads an empty IR_DATASETS_HOME as the current directory and
+# created a folder per collection there (19 of them).
+
+@pytest.mark.parametrize("variable", ["IR_DATASETS_HOME", "IR_DATASETS_TMP"])
+@pytest.mark.parametrize("command", ["eval", "irm"])
+def test_an_empty_ir_datasets_home_is_refused_and_creates_nothing(files, tmp_path, variable, command):
+    here = tmp_path / "cwd"
+    here.mkdir()
+    # a process of its own: ir-datasets reads the variable when it is imported
+    proc = helpers.run_cli(command, "msmarco-passage/trec-dl-2019/judged", files[1], "nDCG@10", env={variable: ""},
+                           cwd=str(here))
+    one_line_error(proc, f"{variable} is set to the empty string", "unset it")
+    assert list(here.iterdir()) == []

@@ -33,6 +33,11 @@ def import_ir_datasets():
     DatasetError naming IR_DATASETS_HOME when it cannot start (it creates its cache folder on
     import: a read-only place or a regular file there stops it)."""
     logging.getLogger("ir_datasets").setLevel(logging.WARNING)
+    for name, default in (("IR_DATASETS_HOME", "~/.ir_datasets"), ("IR_DATASETS_TMP", "the system's temporary folder")):
+        if name in os.environ and not os.environ[name].strip():  # ir-datasets would use the current directory
+            raise DatasetError(f"{name} is set to the empty string, which ir-datasets would read as the current "
+                               f"directory, and create its folders there: unset it (the default is "
+                               f"{default}) or set it to a folder")
     try:
         import ir_datasets
     except OSError as e:
