@@ -354,3 +354,16 @@ def test_an_empty_ir_datasets_home_is_refused_and_creates_nothing(files, tmp_pat
                            cwd=str(here))
     one_line_error(proc, f"{variable} is set to the empty string", "unset it")
     assert list(here.iterdir()) == []
+
+
+# --- 17: spark.evaluate given what is no Spark DataFrame ------------------------------------------------
+
+@pytest.mark.parametrize("given", ["pandas", "path"])
+def test_spark_evaluate_of_a_pandas_frame_is_a_type_error_saying_what_to_pass(files, given):
+    pytest.importorskip("pyspark")
+    import ndcg_plugin
+    from ndcg_plugin import spark
+    qrels, run = ((ndcg_plugin.read(files[0], "qrels"), ndcg_plugin.read(files[1], "run")) if given == "pandas"
+                  else files)
+    with pytest.raises(TypeError, match=r"qrels: expected a Spark DataFrame, got .*spark.createDataFrame\(df\)"):
+        spark.evaluate(qrels, run, ["NDCG_lin@2"])  # no JVM is started: refused before any Spark call

@@ -76,6 +76,15 @@ def _check(specs: list, strategy: str, duplicates: str = "error", ship: str = "a
                           f"this one was added in this process (add_family)")
 
 
+def _check_frame(kind: str, df) -> None:
+    """A TypeError saying what to pass when ``df`` is no Spark DataFrame (a pandas one, a path)."""
+    if not hasattr(df, "sparkSession"):  # pyspark's DataFrame, and Spark Connect's
+        got = f"{type(df).__module__}.{type(df).__qualname__}"
+        raise TypeError(f"{kind}: expected a Spark DataFrame, got {got}; for a pandas DataFrame, pass "
+                        f"spark.createDataFrame(df), or evaluate it locally (ir_measures.calc_aggregate with the "
+                        f"plugin registered); for files, ndcg_plugin.spark.prepare_files(spark, qrels, run, measures)")
+
+
 def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strategy: str = "auto",
             duplicates: str = "error", ship: str = "auto") -> SparkJob:
     """Build the plan (nothing runs). ``qrels``/``run`` are Spark DataFrames with the column
@@ -93,6 +102,8 @@ def prepare(qrels, run, measures: Iterable, columns: dict | None = None, strateg
     Pass ``best`` or ``all`` when the run is a DataFrame costly to compute, to skip that job. The
     numbers are the same either way."""
     from . import inputs
+    for kind, df in (("qrels", qrels), ("run", run)):
+        _check_frame(kind, df)
     names = {**DEFAULT_COLUMNS, **(columns or {})}
     unknown = set(names) - set(DEFAULT_COLUMNS)
     if unknown:
