@@ -367,3 +367,22 @@ def test_spark_evaluate_of_a_pandas_frame_is_a_type_error_saying_what_to_pass(fi
                   else files)
     with pytest.raises(TypeError, match=r"qrels: expected a Spark DataFrame, got .*spark.createDataFrame\(df\)"):
         spark.evaluate(qrels, run, ["NDCG_lin@2"])  # no JVM is started: refused before any Spark call
+
+
+# --- 18: reproduce runs --plot: the legend covers no bar ------------------------------------------------
+
+def test_reproduce_plot_legends_stand_outside_the_panels(files, tmp_path):
+    pytest.importorskip("matplotlib")
+    from ndcg_plugin.cli.reproduce import figure
+    from ndcg_plugin.reproduce import compute_runs
+    q, r = files
+    (tmp_path / "other").write_text("q1 Q0 d1 1 3.0 r\nq1 Q0 d4 2 2.0 r\nq2 Q0 d9 1 0.5 r\nq3 Q0 d9 1 1.0 r\n")
+    other = str(tmp_path / "other")
+    report = compute_runs(q, r, other, other, r, ["NDCG_lin@10", "P@2"], cutoffs=[2])
+    fig = figure(report)
+    fig.canvas.draw()
+    for ax in fig.axes:
+        legend, panel = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.x0 >= panel.x1, (legend, panel)  # beside the panel, right of it: over no bar
+    import matplotlib.pyplot as plt
+    plt.close(fig)

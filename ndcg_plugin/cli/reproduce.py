@@ -171,7 +171,17 @@ def table_output(frame: pd.DataFrame, output: str, places: int) -> str:
 
 def plot(report: Reproduction, path: str) -> None:
     """Per-topic differences, reproduced minus original, one panel per measure, with the baseline's
-    and the advanced run's bars in one topic order (the baseline's difference, descending)."""
+    and the advanced run's bars in one topic order (the baseline's difference, descending), saved
+    as a PNG at ``path`` (:func:`figure`)."""
+    fig = figure(report)  # matplotlib is imported there (or its absence said)
+    import matplotlib.pyplot as plt
+    fig.savefig(path, dpi=100, bbox_inches="tight")  # the legends beside the panels included
+    plt.close(fig)
+
+
+def figure(report: Reproduction):
+    """:func:`plot`'s matplotlib figure. Each panel's legend stands beside it, outside the axes, so
+    that it covers no bar (inside, any corner could hold the bars of the topics sorted there)."""
     if not report.paired:
         raise ValueError("--plot draws per-topic differences, which need the same topics: it is not drawn "
                          "for a reproduction on another collection (--rep-qrels)")
@@ -193,10 +203,9 @@ def plot(report: Reproduction, path: str) -> None:
         ax.set_title(f"{m}: per-topic difference, reproduced - original (topics by the {report.runs[0]}'s difference)")
         ax.set_xlabel("topics")
         ax.set_ylabel("difference")
-        ax.legend(loc="upper right", fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig
 
 
 def command(args, resolve) -> tuple[str, str | None, int]:
