@@ -386,3 +386,32 @@ def test_reproduce_plot_legends_stand_outside_the_panels(files, tmp_path):
         assert legend.x0 >= panel.x1, (legend, panel)  # beside the panel, right of it: over no bar
     import matplotlib.pyplot as plt
     plt.close(fig)
+
+
+# --- 19: the README's test command: how long, and what skips without the reference data ----------------
+
+def test_readme_test_paragraph_says_how_long_and_how_to_see_the_skips():
+    from tests.conftest import ROOT
+    text = (ROOT / "README.md").read_text()
+    tests = text[text.index("## Tests"):]
+    tests = tests[:tests.index("\n## ", 1)] if "\n## " in tests[1:] else tests
+    assert "minutes" in tests and "-rs" in tests and "../shared/data" in tests and "NDCG_PLUGIN_TREC_EVAL" in tests
+
+
+def test_without_reference_data_or_binary_the_tests_skip_saying_why(tmp_path):
+    # what the README promises, run: a pytest process with neither, its skips listed by -rs
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    env = {k: v for k, v in os.environ.items() if k != "NDCG_PLUGIN_TREC_EVAL"}
+    env.update(NDCG_PLUGIN_SHARED_DATA=str(tmp_path / "absent"), PATH=os.path.dirname(sys.executable))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "-rs", "-p", "no:cacheprovider",
+                           "tests/test_trec_eval_suite.py::test_suite_summary_values",
+                           "tests/test_cli.py::test_crosscheck_with_a_trec_eval_binary"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    skipped = [ln for ln in proc.stdout.splitlines() if ln.startswith("SKIPPED")]
+    assert len(skipped) == 2, proc.stdout
+    assert any("reference data" in ln and "NDCG_PLUGIN_SHARED_DATA" in ln for ln in skipped), skipped
+    assert any("set NDCG_PLUGIN_TREC_EVAL" in ln for ln in skipped), skipped
