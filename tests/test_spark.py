@@ -33,7 +33,7 @@ MEASURES = [
     "Success(judged_only=True,rel=2)@2", "nDCG(gains={0:1,3:7})@4",
 ]
 ODD_IDS = ["d", "D", "d1", "d10", "d2", "01", "1", "é", "e\u0301", "a#b", "x\u00a0y", "\u3000", "zz", "Ω", "d 1"]
-CASES = 240
+CASES = 160
 
 
 def _case(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
