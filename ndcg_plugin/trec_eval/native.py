@@ -72,6 +72,9 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
     values = _values(res, qids, evaluated, engine, interp, plugin)
+    for i in evaluated:
+        if returned[i] == 0:  # trec_eval's -c ranking of a missing query: its leftovers cleared
+            clear_bogus(values[qids[i]])
     names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
@@ -86,9 +89,14 @@ def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, p
     """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
     out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
     averages, 11pt_avg summed from its last level down."""
-    from .report import GEOMETRIC_OF, MIN_GEO_MEAN
+    from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
     # (name, values, geometric, NaN printed): iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
-    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF, False) for n, m in engine]
+    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF, False) for n, m in engine
+               if family_of(n) != "relstring"]
+    strings: dict = {}  # relstring: its chunks' values, in order
+    for n, m in engine:
+        if family_of(n) == "relstring":
+            strings.setdefault(n, []).append(res.values[m].values.tolist())
     plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
     averages: dict = {}
     for name, m, avg in interp:
@@ -107,7 +115,27 @@ def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, p
             for col in reversed(cols):  # summed from the last level down, as trec_eval sums
                 total += col[i]
             row[avg] = total / len(cols)
+        for name, cols in strings.items():
+            row[name] = relstring_value([col[i] for col in cols])
         for name, col in plugin_columns:
             if not math.isnan(col[i]):
                 row[name] = col[i]
     return values
+
+
+def relstring_value(chunks: list) -> str:
+    """relstring as trec_eval prints it (quoted), from its chunks' values."""
+    from ..measures.unjudged import relstring_text
+    return f"'{relstring_text(chunks)}'"
+
+
+def clear_bogus(row: dict) -> None:
+    """What trec_eval 10.0 sets back after evaluating a qrels query missing from the run (-c) on its
+    one unjudged document: num_ret, utility, unj, rbp_resid to 0, relstring to empty."""
+    from .report import family_of
+    for name in row:
+        fam = family_of(name)
+        if fam in ("num_ret", "utility", "unj", "rbp_resid"):
+            row[name] = 0.0
+        elif fam == "relstring":
+            row[name] = "''"

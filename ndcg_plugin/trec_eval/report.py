@@ -9,10 +9,12 @@ from dataclasses import dataclass
 #: trec_eval's measures in the order it prints them (its measure table)
 ORDER = ("runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall P relstring "
          "recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G dcg ideal_dcg ndcg ndcg_rel Rndcg ndcg_cut "
-         "map_cut relative_P success set_P set_relative_P set_recall set_map set_F num_nonrel_judged_ret").split()
+         "map_cut relative_P success set_P set_relative_P set_recall set_map set_F num_nonrel_judged_ret "
+         "rbp rbp_resid unj").split()
 COUNTS = {"num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}   # summed, printed as integers
 GEOMETRIC = {"gm_map", "gm_bpref"}                                        # exp of the mean log, summary only
 SUMMARY_ONLY = {"runid", "num_q", *GEOMETRIC}
+QUERY_ONLY = {"relstring"}                                                # no summary line
 #: trec_eval's geometric-mean measures: the per-query value of another, whose log (of at least
 #: trec_eval's MIN_GEO_MEAN) the summary averages
 GEOMETRIC_OF = {"gm_map": "map", "gm_bpref": "bpref"}
@@ -65,6 +67,8 @@ def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_compl
             continue
         if n == "num_q":
             out.append(_line("num_q", "all", len(qids)))
+            continue
+        if family_of(n) in QUERY_ONLY:
             continue
         if n == "num_rel" and num_rel_complete is not None:
             out.append(_line("num_rel", "all", num_rel_complete))
