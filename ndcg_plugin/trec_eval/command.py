@@ -250,7 +250,7 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     from .. import reading
     from ..evaluation import qrels_queries, refuse_crashing_queries
     from ..measures.oracle import cut_run
-    from .native import clear_bogus
+    from .native import bogus
     p = plan(o.measures, o.judged_only, use_engine)
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
@@ -283,8 +283,8 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
         _interpolated(fam, given, qrels, trec, o, values)
     if engine or plugin:
         _engine_values(engine + plugin, real, qrels_table, values)  # an empty ranking scores as a missing query
-    for q in (q for q in real if q not in run):
-        clear_bogus(values[q])  # -c: trec_eval's leftovers of the missing query's one unjudged document
+    for q in (q for q in real if q not in run):  # -c: the missing query's one unjudged document
+        bogus(values[q], o.judged_only, sum(1 for x in qrels[q].values() if x >= o.level))
     names = printed_names(values, plugin)
     if not o.complete:
         missing = next((q for q in qids if q not in run), None)

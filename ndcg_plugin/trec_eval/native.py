@@ -72,9 +72,12 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
     values = _values(res, qids, evaluated, engine, interp, plugin)
-    for i in evaluated:
-        if returned[i] == 0:  # trec_eval's -c ranking of a missing query: its leftovers cleared
-            clear_bogus(values[qids[i]])
+    if o.complete and len(evaluated) > int((returned > 0).sum()):
+        import numpy as np
+        n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
+        for i in evaluated:
+            if returned[i] == 0:  # trec_eval's -c ranking of a missing query: its one unjudged document
+                bogus(values[qids[i]], o.judged_only, n_rel[i])
     names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
@@ -129,13 +132,20 @@ def relstring_value(chunks: list) -> str:
     return f"'{relstring_text(chunks)}'"
 
 
-def clear_bogus(row: dict) -> None:
-    """What trec_eval 10.0 sets back after evaluating a qrels query missing from the run (-c) on its
-    one unjudged document: num_ret, utility, unj, rbp_resid to 0, relstring to empty."""
+def bogus(row: dict, judged_only: bool, n_rel: int) -> None:
+    """A qrels query missing from the run (-c), which the engine evaluates with an empty ranking,
+    as trec_eval 10.0 evaluates it: on one unjudged document (none with -J), then num_ret, utility,
+    unj*, rbp_resid set back to 0 and relstring to empty, by their exact printed names (utility
+    and relstring with parameters keep the value of that document; ``n_rel``: its relevant docs)."""
+    from .interp import atof
     from .report import family_of
     for name in row:
-        fam = family_of(name)
-        if fam in ("num_ret", "utility", "unj", "rbp_resid"):
+        if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
             row[name] = 0.0
-        elif fam == "relstring":
+        elif name == "relstring":
             row[name] = "''"
+        elif family_of(name) == "relstring" and not judged_only:
+            row[name] = "'-'" if int(atof(name[len("relstring_"):])) >= 1 else "''"
+        elif family_of(name) == "utility" and not judged_only:
+            p1, p2, p3, p4 = (atof(x) for x in name[len("utility_"):].split(","))
+            row[name] = p1 * 0.0 + p2 * 1.0 + p3 * float(n_rel) + p4 * float(-1 - n_rel)
