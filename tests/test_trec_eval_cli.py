@@ -223,6 +223,9 @@ MEASURE_SETS = [
     # every measure the engine computes, so that the file is streamed (trec_eval/native.py) unless -M
     ["-m", "official", "-m", "map_cut.2,5", "-m", "recall.3", "-m", "P.2,7", "-m", "11pt_avg", "-m", "ndcg_cut.4"],
     ["-m", "iprec_at_recall.0.25,0.5", "-m", "11pt_avg.0,0.33,1", "-m", "bpref", "-m", "gm_bpref", "-m", "NDCG_exp@3"],
+    # the measures pytrec_eval computed in the drop-in before the engine did
+    ["-m", "relative_P.2,5,30", "-m", "Rprec_mult", "-m", "Rprec_mult.0.5,3", "-m", "utility", "-m", "binG",
+     "-m", "G", "-m", "ndcg_rel", "-m", "Rndcg", "-m", "num_nonrel_judged_ret", "-m", "num_ret"],
 ]
 
 
