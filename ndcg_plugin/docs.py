@@ -109,12 +109,15 @@ def _trec_eval_section() -> list[str]:
            "ir-measures' built-ins that the engine computes as trec_eval 10.0 computes them (the same doubles: "
            "sums in rank order, trec_eval's tie rule and reading of labels). `ndcg-plugin eval`, `compare`, "
            "`reproduce`, `crosscheck` and `ndcg-plugin trec_eval` compute them natively; the ir-measures "
-           "pipeline only with `ndcg_plugin.register(serve_builtins=True)`.", "",
+           "pipeline only with `ndcg_plugin.register(serve_builtins=True)`. trec_eval's measures marked "
+           "\"drop-in only\" have no ir-measures name: `ndcg-plugin trec_eval` alone computes them.", "",
            "| family | ir-measures | trec_eval |", "|---|---|---|"]
     for f in registry.families():
         if f.formula:
             names = ", ".join(f"`{n}`" for n in f.builtins)
-            trec = ", ".join(f"`{n}` (`{twin}`)" for n, (twin, _) in f.trec_eval_names.items())
+            from .measures.trec_only import CLASSES  # trec_eval's measures without an ir-measures name
+            trec = ", ".join(f"`{n}` (drop-in only)" if twin.split("(")[0].split("@")[0] in CLASSES
+                             else f"`{n}` (`{twin}`)" for n, (twin, _) in f.trec_eval_names.items())
             out.append(f"| {f.name} | {names} | {trec} |")
     out.append("")
     for f in registry.families():

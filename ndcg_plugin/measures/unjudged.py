@@ -160,5 +160,9 @@ class UnjudgedFamily(Family):
     def explain(self, trace, shown, measure, num) -> tuple:
         return mark_relevant(trace, shown), None, [f"{measure.NAME} = {num(trace.value)}"]
 
+    def counterpart(self, measure, qrels: dict, run: dict, oracle) -> tuple:
+        return None, ("no counterpart: trec_eval has no Judged (its unj.k counts negative labels as unjudged and "
+                      "divides by k); tests/test_builtins.py compares it with ir-measures' judged provider")
+
 
 FAMILY = UnjudgedFamily()
