@@ -60,10 +60,13 @@ def ideal(index):
     return index.memo(("gain ideal",), compute)
 
 
-def _gains(ranked):
-    """Each ranked row's gain (its label where the qrels list it with a label > 0, else 0)."""
+def _hits(ranked):
+    """(local query, rank, gain) of the ranked rows with a positive gain (a label > 0 in the
+    qrels), in rank order: the only rows that change a sum of these measures (trec_eval adds a
+    term only where the gain is not 0)."""
     np = _np()
-    return np.where(ranked.judged & (ranked.rel > 0), ranked.rel, 0).astype(np.float64)
+    hit = ranked.relevant(1)
+    return ranked.q[hit], ranked.rank[hit], ranked.rel[hit].astype(np.float64)
 
 
 def bin_g(index, ranked, spec: Spec):
@@ -92,23 +95,30 @@ def g(index, ranked, spec: Spec):
     start, n_pos, gain, _, _, _ = ideal(index)
     total = np.bincount(np.repeat(np.arange(index.nq), n_pos), weights=gain, minlength=index.nq)
     prefix = np.r_[0.0, np.cumsum(gain)]  # integers: exact in any order
-    gains = _gains(ranked)
-    code = ranked.codes[ranked.q]
-    depth = np.minimum(ranked.rank + 1, n_pos[code])
-    cost = prefix[start[code] + depth] - prefix[start[code]] + (ranked.rank + 1 - depth)
-    got = running_sum(ranked.q, gains)
-    some = gains != 0
-    terms = gains[some] / np.log2(2.0 + cost[some] - got[some])
-    sums = np.bincount(ranked.q[some], weights=terms, minlength=ranked.nq)
+    q, rank, gains = _hits(ranked)
+    code = ranked.codes[q]
+    depth = np.minimum(rank + 1, n_pos[code])
+    cost = prefix[start[code] + depth] - prefix[start[code]] + (rank + 1 - depth)
+    running = np.cumsum(gains)  # integers: the running sum of a query is exact as a difference
+    got = running - np.repeat(np.r_[0.0, running][_starts(q)], np.diff(np.r_[_starts(q), len(q)]))
+    sums = np.bincount(q, weights=gains / np.log2(2.0 + cost - got), minlength=ranked.nq)
     tot = total[ranked.codes]
     return Values(np.where(tot > 0, sums / np.where(tot > 0, tot, 1.0), 0.0))
 
 
-def _dcg(ranked):
-    """(each row's gain, the running DCG down to it) of a ranked run."""
+def _starts(q):
+    """Where each run of equal ``q`` starts."""
     np = _np()
-    gains = _gains(ranked)
-    return gains, running_sum(ranked.q, gains / np.log2(ranked.rank + 2.0))
+    return np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if len(q) else np.zeros(0, dtype=np.int64)
+
+
+def _dcg(ranked):
+    """(local query, rank, running DCG) of the rows with a positive gain (:func:`_hits`): the DCG
+    down to each, added in rank order (shared by ndcg_rel and Rndcg: read only)."""
+    np = _np()
+    q, rank, gains = _hits(ranked)
+    dcg = ranked.memo(("gain dcg",), lambda: running_sum(q, gains / np.log2(rank + 2.0)))
+    return q, rank, dcg
 
 
 def ndcg_rel(index, ranked, spec: Spec):
@@ -118,25 +128,24 @@ def ndcg_rel(index, ranked, spec: Spec):
     np = _np()
     from .aggregate import Values
     start, n_pos, _, idcg, _, _ = ideal(index)
-    gains, dcg = _dcg(ranked)
-    code = ranked.codes[ranked.q]
-    hit = gains > 0
-    at = start[code[hit]] + np.minimum(ranked.rank[hit], n_pos[code[hit]] - 1)
-    sums = np.bincount(ranked.q[hit], weights=dcg[hit] / idcg[at], minlength=ranked.nq)
-    found = np.bincount(ranked.q[hit], minlength=ranked.nq)
+    q, rank, dcg = _dcg(ranked)
+    code = ranked.codes[q]
+    at = start[code] + np.minimum(rank, n_pos[code] - 1)
+    sums = np.bincount(q, weights=dcg / idcg[at], minlength=ranked.nq)
+    found = np.bincount(q, minlength=ranked.nq)
     pos = n_pos[ranked.codes]
     whole_idcg = np.where(pos > 0, idcg[np.maximum(start[ranked.codes] + pos - 1, 0)] if len(idcg) else 0.0, 0.0)
-    whole_dcg = _last_per_query(ranked, dcg)
+    whole_dcg = _last_per_query(q, dcg, ranked.nq)
     with np.errstate(divide="ignore", invalid="ignore"):
         sums = sums + (pos - found).astype(np.float64) * whole_dcg / whole_idcg
         return Values(np.where(sums > 0, sums / np.where(pos > 0, pos, 1), 0.0))
 
 
-def _last_per_query(ranked, running):
+def _last_per_query(q, running, nq: int):
     """Each query's last value of a running sum over its rows (0 for a query without rows)."""
     np = _np()
-    out = np.zeros(ranked.nq)
-    out[ranked.q] = running  # rows in rank order: the last row of a query is written last
+    out = np.zeros(nq)
+    out[q] = running  # rows in rank order: the last row of a query is written last
     return out
 
 
@@ -148,7 +157,7 @@ def r_ndcg(index, ranked, spec: Spec):
     from .aggregate import Values
     from .judgments import num_rel
     start, n_pos, _, idcg, last, qs = ideal(index)
-    _, dcg = _dcg(ranked)
+    hq, hrank, dcg = _dcg(ranked)
     codes = ranked.codes
     # the level ends of each query of the ranking: positions in the flat ideal arrays
     ends = np.flatnonzero(last)
@@ -158,16 +167,19 @@ def r_ndcg(index, ranked, spec: Spec):
     local = np.repeat(np.arange(ranked.nq), take)
     chosen = ends[np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take) + np.repeat(first[codes], take)]
     p = chosen - start[codes[local]] + 1                      # the change is at rank p (nDCG@p)
-    held = np.bincount(ranked.q, minlength=ranked.nq)
-    row_start = np.cumsum(held) - held
-    down = np.minimum(p, held[local])                          # DCG@p: the run's rows above rank p
-    dcg_p = np.where(down > 0, dcg[np.maximum(row_start[local] + down - 1, 0)] if len(dcg) else 0.0, 0.0)
+    # DCG@p: the running DCG at the query's last positive-gain row ranked above p (0 without one)
+    width = int(max(int(ranked.returned.max()) if ranked.nq else 0, int(p.max()) if len(p) else 0)) + 1
+    keys = hq.astype(np.int64) * width + hrank
+    before = np.searchsorted(keys, local.astype(np.int64) * width + p) - 1
+    found = before >= 0
+    found[found] &= hq[before[found]] == local[found]
+    dcg_p = np.where(found, dcg[np.maximum(before, 0)] if len(dcg) else 0.0, 0.0)
     sums = np.bincount(local, weights=dcg_p / idcg[chosen], minlength=ranked.nq)
     count = take.astype(np.float64)
     pos = n_pos[codes]
-    tail = held > pos + 1
-    whole = np.where(tail, _last_per_query(ranked, dcg) / np.where(pos > 0, idcg[np.maximum(start[codes] + pos - 1, 0)]
-                                                                   if len(idcg) else 1.0, 1.0), 0.0)
+    tail = ranked.returned > pos + 1
+    whole_idcg = np.where(pos > 0, idcg[np.maximum(start[codes] + pos - 1, 0)] if len(idcg) else 1.0, 1.0)
+    whole = np.where(tail, _last_per_query(hq, dcg, ranked.nq) / whole_idcg, 0.0)
     sums, count = sums + whole, count + tail
     n_rel = num_rel(index, ranked, spec.rel)
     return Values(np.where((n_rel > 0) & (count > 0), sums / np.where(count > 0, count, 1.0), 0.0))

@@ -33,8 +33,11 @@ def rprec_mult(index, ranked, spec: Spec):
     from .judgments import num_rel
     (multiple,) = spec.params
     cut = np.trunc(multiple * num_rel(index, ranked, spec.rel).astype(np.float64) + 0.9)
-    hit = ranked.relevant(spec.rel) & (ranked.rank < cut[ranked.q])
-    hits = np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64)
+    # the relevant rows' (query, rank), found once for every multiple
+    q, rank = ranked.memo(("relevant rows", spec.rel), lambda: np.stack([ranked.q[ranked.relevant(spec.rel)],
+                                                                         ranked.rank[ranked.relevant(spec.rel)]]))
+    hit = rank < cut[q]
+    hits = np.bincount(q[hit], minlength=ranked.nq).astype(np.float64)
     return Values(np.where(cut > 0, hits / np.where(cut > 0, cut, 1.0), 0.0))
 
 

@@ -91,39 +91,51 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
 def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list) -> dict:
     """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
     out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
-    averages, 11pt_avg summed from its last level down."""
+    averages, 11pt_avg summed from its last level down. Filled a column at a time (each row's
+    names in the same order as row by row)."""
+    import numpy as np
+
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
-    # (name, values, geometric, NaN printed): iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
-    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF, False) for n, m in engine
-               if family_of(n) != "relstring"]
+    at = np.asarray(evaluated, dtype=np.int64)
+    rows: list = [{} for _ in evaluated]
+
+    def put(name: str, measure: Any, nan_printed: bool = False) -> None:
+        col = res.values[measure].values[at]
+        if name in GEOMETRIC_OF:
+            values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()]
+        else:
+            values = col.tolist()
+        if nan_printed or not np.isnan(col).any():
+            for row, v in zip(rows, values, strict=True):
+                row[name] = v
+        else:
+            for row, v, x in zip(rows, values, col.tolist(), strict=True):
+                if x == x:  # not NaN
+                    row[name] = v
     strings: dict = {}  # relstring: its chunks' values, in order
     for n, m in engine:
         if family_of(n) == "relstring":
-            strings.setdefault(n, []).append(res.values[m].values.tolist())
-    plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
+            strings.setdefault(n, []).append(res.values[m].values[at].tolist())
+        else:
+            put(n, m)
     averages: dict = {}
     for name, m, avg in interp:
-        if avg is None:
-            columns.append((name, res.values[m].values.tolist(), False, True))
+        if avg is None:  # iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
+            put(name, m, nan_printed=True)
         else:
-            averages.setdefault(avg, []).append(res.values[m].values.tolist())
-    values: dict = {}
-    for i in evaluated:
-        row = values[qids[i]] = {}
-        for name, col, geometric, nan_printed in columns:
-            if nan_printed or not math.isnan(col[i]):
-                row[name] = math.log(max(col[i], MIN_GEO_MEAN)) if geometric else col[i]
-        for avg, cols in averages.items():
-            total = 0.0
-            for col in reversed(cols):  # summed from the last level down, as trec_eval sums
-                total += col[i]
-            row[avg] = total / len(cols)
-        for name, cols in strings.items():
-            row[name] = relstring_value([col[i] for col in cols])
-        for name, col in plugin_columns:
-            if not math.isnan(col[i]):
-                row[name] = col[i]
-    return values
+            averages.setdefault(avg, []).append(res.values[m].values[at])
+    for avg, cols in averages.items():
+        total = np.zeros(len(at))
+        for col in reversed(cols):  # summed from the last level down, as trec_eval sums
+            total = total + col
+        for row, v in zip(rows, (total / len(cols)).tolist(), strict=True):
+            row[avg] = v
+    for name, cols in strings.items():
+        for row, chunks in zip(rows, zip(*cols, strict=True), strict=True):
+            row[name] = relstring_value(list(chunks))
+    for name, m in plugin:
+        put(name, m)
+    return dict(zip((qids[i] for i in evaluated), rows, strict=True))
 
 
 def relstring_value(chunks: list) -> str:

@@ -61,6 +61,7 @@ def query_lines(qid: str, names: list, values: dict) -> str:
 
 def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_complete: int | None = None) -> str:
     out = []
+    totals = _totals(qids, names, values)
     for n, kind in names:
         if n == "runid":
             out.append(_line("runid", "all", tag))
@@ -73,16 +74,13 @@ def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_compl
         if n == "num_rel" and num_rel_complete is not None:
             out.append(_line("num_rel", "all", num_rel_complete))
             continue
-        got = [values[q][n] for q in qids if n in values[q]]
         if kind != "trec":  # a plugin measure: its own aggregator over the values printed
             agg = kind.aggregator()
-            for v in got:
+            for v in (values[q][n] for q in qids if n in values[q]):
                 agg.add(v)
             out.append(_line(n, "all", agg.result()))
             continue
-        total = 0.0
-        for v in got:  # summed in query order, as trec_eval accumulates
-            total += v
+        total = totals.get(n, 0.0)
         if family_of(n) in COUNTS:
             value = total
         elif n in GEOMETRIC:
@@ -93,12 +91,26 @@ def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_compl
     return "".join(out)
 
 
+def _totals(qids: list, names: list, values: dict) -> dict:
+    """{name: the sum of its values} of trec_eval's numeric measures, each summed in query order
+    (as trec_eval accumulates), in one pass over the queries."""
+    numeric = {n for n, kind in names
+               if kind == "trec" and n not in ("runid", "num_q") and family_of(n) not in QUERY_ONLY}
+    totals: dict = dict.fromkeys(numeric, 0.0)
+    for q in qids:
+        for n, v in values[q].items():
+            if n in totals:
+                totals[n] += v
+    return totals
+
+
 def printed_names(values: dict, plugin: list, reported: tuple = ()) -> list:
     """[(printed name, "trec" or the plugin's measure)] of a Report: the trec_eval measures in
     ``values`` ({qid: {name: value}}) and ``reported`` (made by the report itself: runid, num_q) in
     trec_eval's order (:data:`ORDER`; a measure's names, such as P_5 and P_10, in the order they
     first appear), then the plugin's measures (``plugin``: [(name, measure)]) as given."""
-    first = list(dict.fromkeys([*reported, *(n for q in values for n in values[q])]))
+    import itertools
+    first = list(dict.fromkeys(itertools.chain(reported, itertools.chain.from_iterable(values.values()))))
     theirs = {n for n, _ in plugin}
     trec = [n for n in first if n not in theirs]
     position = {n: i for i, n in enumerate(trec)}
