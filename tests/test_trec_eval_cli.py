@@ -1,5 +1,5 @@
 """``ndcg-plugin trec_eval``: trec_eval 10.0's flags and output. Oracles: the trec_eval suite's
-expected outputs (byte for byte, less the measures named as not computed), hand computations,
+expected outputs (byte for byte), hand computations,
 pytrec_eval (the engine's measures against the same command with pytrec_eval computing them),
 and a trec_eval binary when NDCG_PLUGIN_TREC_EVAL names one."""
 from __future__ import annotations
@@ -289,3 +289,38 @@ def test_c_recounts_num_rel_over_labels_above_0(tmp_path):
     assert _output(["-q", "-c", "-l", "3", "-m", "num_rel", q, r]) == (
         0, "num_rel               \tq1\t1\nnum_rel               \tall\t2\n")
     assert _output(["-q", "-l", "3", "-m", "num_rel", q, r])[1].endswith("num_rel               \tall\t1\n")
+
+
+@pytest.mark.parametrize("options", [[], ["-c"], ["-J"], ["-q", "-l", "2"]])
+def test_the_fast_path_computes_all_trec_official_and_each_measure_alone(options, tmp_path):
+    """No trec_eval measure of all_trec is left to pytrec_eval: the streamed path takes all_trec,
+    official and each measure alone (with and without its parameters), and names nothing left out."""
+    q, r = _files(tmp_path, "q1 0 d1 1\n", "q1 Q0 d1 1 1.0 t\n")
+    given = {"relstring": "relstring.20", "utility": "utility.2,-1,0,0", "Rprec_mult": "Rprec_mult.0.5,1.5",
+             "relative_P": "relative_P.3", "unj": "unj.7", "P": "P.3,9", "set_F": "set_F"}
+    for m in ["all_trec", "official", *trec_eval_cli.ALL_TREC, *given.values()]:
+        o = parse([*options, "-m", m, q, r])
+        p = trec_eval_cli.plan(list(o.measures), o.judged_only)
+        assert native.declines(o, p) is None and not p.left_out, m
+
+
+@pytest.mark.parametrize("judged_only", [False, True])
+def test_c_clears_a_missing_query_by_exact_name_as_trec_eval_10(judged_only, tmp_path):
+    """q2 (judges d2 1, d3 0: R = 1) is missing from the run. trec_eval 10.0 evaluates it on one
+    unjudged document (none with -J), then sets num_ret, utility, unj*, rbp_resid to 0 and
+    relstring to '' by their exact printed names: relstring_3 keeps that document ('-'; '' with -J)
+    and utility_2,-1,0.5,0.25 its value: 2*0 - 1*1 + 0.5*1 + 0.25*(0 - 1 - 1) = -1 (with -J, on no
+    document: 0.5*1 + 0.25*(0 - 0 - 1) = 0.25)."""
+    q, r = _files(tmp_path, "q1 0 d1 1\nq2 0 d2 1\nq2 0 d3 0\n", "q1 Q0 d1 1 1.0 t\nq1 Q0 zz 1 0.5 t\n")
+    j = ["-J"] if judged_only else []
+    _, out = _output(["-q", "-c", *j, "-m", "relstring.3", "-m", "utility.2,-1,0.5,0.25", "-m", "unj.2",
+                      "-m", "rbp_resid", q, r])
+    assert [ln for ln in out.splitlines() if "\tq2\t" in ln] == [
+        "relstring_3           \tq2\t" + ("''" if judged_only else "'-'"),
+        "utility_2,-1,0.5,0.25 \tq2\t" + ("0.2500" if judged_only else "-1.0000"),
+        "rbp_resid             \tq2\t0.0000", "unj_2                 \tq2\t0.0000"]
+    for use_engine in (True, False):  # the streamed path and the dict path
+        _, out = _output(["-q", "-c", *j, "-m", "relstring", "-m", "utility", "-m", "num_ret", q, r],
+                         use_engine=use_engine)
+        assert [ln for ln in out.splitlines() if "\tq2\t" in ln] == [
+            "num_ret               \tq2\t0", "relstring             \tq2\t''", "utility               \tq2\t0.0000"]
