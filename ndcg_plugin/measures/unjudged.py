@@ -54,12 +54,13 @@ def rbp(index, ranked, spec: Spec):
     np = _np()
     from .aggregate import Values
     (p,) = spec.params
-    top = index.memo(("largest label",), lambda: _largest(index))[ranked.codes[ranked.q]]
-    gain = np.where(ranked.judged & (ranked.rel > 0), ranked.rel, 0).astype(np.float64)
+    some = ranked.relevant(1)  # the rows with a gain (a label > 0); trec_eval adds nothing for the others
+    q, rank = ranked.q[some], ranked.rank[some]
+    top = index.memo(("largest label",), lambda: _largest(index))[ranked.codes[q]]
+    gain = ranked.rel[some].astype(np.float64)
     gain = np.where(top > 1, gain / np.where(top > 1, top, 1.0), gain)
     powers = _powers(p, ranked.ranks_held())
-    some = gain != 0
-    sums = np.bincount(ranked.q[some], weights=gain[some] * powers[ranked.rank[some]], minlength=ranked.nq)
+    sums = np.bincount(q, weights=gain * powers[rank], minlength=ranked.nq)
     return Values((1.0 - p) * sums)
 
 

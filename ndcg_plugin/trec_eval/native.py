@@ -71,13 +71,15 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     qids = [str(q) for q in res.query_ids]
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
-    values = _values(res, qids, evaluated, engine, interp, plugin)
+    totals: dict = {}
+    values = _values(res, qids, evaluated, engine, interp, plugin, totals)
     if o.complete and len(evaluated) > int((returned > 0).sum()):
         import numpy as np
         n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
         for i in evaluated:
             if returned[i] == 0:  # trec_eval's -c ranking of a missing query: its one unjudged document
                 bogus(values[qids[i]], o.judged_only, n_rel[i])
+        totals = {n: t for n, t in totals.items() if family_of(n) not in BOGUS}  # changed: summed again
     names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
@@ -85,21 +87,22 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
         raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
     tag = run_tag(o.run) if "runid" in p.pytrec else ""
     recount = int((ev.index.rel > 0).sum()) if o.complete else None
-    return Report(shown, names, values, tag, recount)
+    return Report(shown, names, values, tag, recount, totals)
 
 
-def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list) -> dict:
+def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list, totals: dict) -> dict:
     """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
     out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
     averages, 11pt_avg summed from its last level down. Filled a column at a time (each row's
-    names in the same order as row by row)."""
+    names in the same order as row by row). ``totals`` gets each trec_eval measure's values summed
+    in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval), for the summary."""
     import numpy as np
 
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
     at = np.asarray(evaluated, dtype=np.int64)
     rows: list = [{} for _ in evaluated]
 
-    def put(name: str, measure: Any, nan_printed: bool = False) -> None:
+    def put(name: str, measure: Any, nan_printed: bool = False, trec: bool = True) -> None:
         col = res.values[measure].values[at]
         if name in GEOMETRIC_OF:
             values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()]
@@ -109,9 +112,13 @@ def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, p
             for row, v in zip(rows, values, strict=True):
                 row[name] = v
         else:
-            for row, v, x in zip(rows, values, col.tolist(), strict=True):
-                if x == x:  # not NaN
+            kept = ~np.isnan(col)
+            for row, v, keep in zip(rows, values, kept.tolist(), strict=True):
+                if keep:
                     row[name] = v
+            values = [v for v, keep in zip(values, kept.tolist(), strict=True) if keep]
+        if trec:
+            totals[name] = float(np.cumsum([0.0, *values])[-1])  # from 0.0, as trec_eval: never -0.0
     strings: dict = {}  # relstring: its chunks' values, in order
     for n, m in engine:
         if family_of(n) == "relstring":
@@ -130,11 +137,12 @@ def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, p
             total = total + col
         for row, v in zip(rows, (total / len(cols)).tolist(), strict=True):
             row[avg] = v
+        totals[avg] = float(np.cumsum(np.r_[0.0, total / len(cols)])[-1])
     for name, cols in strings.items():
         for row, chunks in zip(rows, zip(*cols, strict=True), strict=True):
             row[name] = relstring_value(list(chunks))
     for name, m in plugin:
-        put(name, m)
+        put(name, m, trec=False)
     return dict(zip((qids[i] for i in evaluated), rows, strict=True))
 
 
@@ -142,6 +150,10 @@ def relstring_value(chunks: list) -> str:
     """relstring as trec_eval prints it (quoted), from its chunks' values."""
     from ..measures.unjudged import relstring_text
     return f"'{relstring_text(chunks)}'"
+
+
+#: the measures :func:`bogus` may change
+BOGUS = ("num_ret", "utility", "unj", "rbp_resid", "relstring")
 
 
 def bogus(row: dict, judged_only: bool, n_rel: int) -> None:

@@ -36,12 +36,13 @@ class Report:
     values: dict
     tag: str = ""
     num_rel_complete: int | None = None
+    totals: dict | None = None  # {name: its values summed in query order}, where the maker has them
 
     def query_lines(self, qids: list | None = None) -> str:
         return "".join(query_lines(q, self.names, self.values) for q in (self.qids if qids is None else qids))
 
     def summary_lines(self) -> str:
-        return summary_lines(self.qids, self.names, self.values, self.tag, self.num_rel_complete)
+        return summary_lines(self.qids, self.names, self.values, self.tag, self.num_rel_complete, self.totals)
 
 
 def _line(name: str, qid: str, value) -> str:
@@ -59,9 +60,11 @@ def query_lines(qid: str, names: list, values: dict) -> str:
                    if n not in SUMMARY_ONLY and n in values[qid])
 
 
-def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_complete: int | None = None) -> str:
+def summary_lines(qids: list, names: list, values: dict, tag: str, num_rel_complete: int | None = None,
+                  totals: dict | None = None) -> str:
     out = []
-    totals = _totals(qids, names, values)
+    totals = {**_totals(qids, [(n, k) for n, k in names if n not in totals], values), **totals} if totals is not None \
+        else _totals(qids, names, values)
     for n, kind in names:
         if n == "runid":
             out.append(_line("runid", "all", tag))
