@@ -93,56 +93,52 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
 def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list, totals: dict) -> dict:
     """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
     out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
-    averages, 11pt_avg summed from its last level down. Filled a column at a time (each row's
-    names in the same order as row by row). ``totals`` gets each trec_eval measure's values summed
-    in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval), for the summary."""
+    averages, 11pt_avg summed from its last level down. Made a column at a time, each row's dict
+    at once (the names in the same order as filled one by one). ``totals`` gets each trec_eval
+    measure's values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as
+    trec_eval), for the summary."""
     import numpy as np
 
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
     at = np.asarray(evaluated, dtype=np.int64)
-    rows: list = [{} for _ in evaluated]
+    columns: list = []  # (name, values, which are kept or None for all)
 
-    def put(name: str, measure: Any, nan_printed: bool = False, trec: bool = True) -> None:
-        col = res.values[measure].values[at]
-        if name in GEOMETRIC_OF:
-            values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()]
-        else:
-            values = col.tolist()
-        if nan_printed or not np.isnan(col).any():
-            for row, v in zip(rows, values, strict=True):
-                row[name] = v
-        else:
-            kept = ~np.isnan(col)
-            for row, v, keep in zip(rows, values, kept.tolist(), strict=True):
-                if keep:
-                    row[name] = v
-            values = [v for v, keep in zip(values, kept.tolist(), strict=True) if keep]
+    def put(name: str, col: Any, nan_printed: bool = False, trec: bool = True) -> None:
+        values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()] if name in GEOMETRIC_OF else col.tolist()
+        kept = None if nan_printed or not np.isnan(col).any() else ~np.isnan(col)
+        columns.append((name, values, kept))
         if trec:
-            totals[name] = float(np.cumsum([0.0, *values])[-1])  # from 0.0, as trec_eval: never -0.0
+            printed = values if kept is None else [v for v, keep in zip(values, kept.tolist(), strict=True) if keep]
+            totals[name] = float(np.cumsum([0.0, *printed])[-1])  # from 0.0, as trec_eval: never -0.0
     strings: dict = {}  # relstring: its chunks' values, in order
     for n, m in engine:
         if family_of(n) == "relstring":
             strings.setdefault(n, []).append(res.values[m].values[at].tolist())
         else:
-            put(n, m)
+            put(n, res.values[m].values[at])
     averages: dict = {}
     for name, m, avg in interp:
         if avg is None:  # iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
-            put(name, m, nan_printed=True)
+            put(name, res.values[m].values[at], nan_printed=True)
         else:
             averages.setdefault(avg, []).append(res.values[m].values[at])
     for avg, cols in averages.items():
         total = np.zeros(len(at))
         for col in reversed(cols):  # summed from the last level down, as trec_eval sums
             total = total + col
-        for row, v in zip(rows, (total / len(cols)).tolist(), strict=True):
-            row[avg] = v
-        totals[avg] = float(np.cumsum(np.r_[0.0, total / len(cols)])[-1])
+        put(avg, total / len(cols), nan_printed=True)  # printed whatever it is, as before
     for name, cols in strings.items():
-        for row, chunks in zip(rows, zip(*cols, strict=True), strict=True):
-            row[name] = relstring_value(list(chunks))
+        columns.append((name, [relstring_value(list(chunks)) for chunks in zip(*cols, strict=True)], None))
     for name, m in plugin:
-        put(name, m, trec=False)
+        put(name, res.values[m].values[at], trec=False)
+    names = [name for name, _, _ in columns]
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*(v for _, v, _ in columns), strict=True)] \
+        if columns else [{} for _ in evaluated]
+    for name, _, kept in columns:
+        if kept is not None:
+            for row, keep in zip(rows, kept.tolist(), strict=True):
+                if not keep:
+                    del row[name]
     return dict(zip((qids[i] for i in evaluated), rows, strict=True))
 
 
