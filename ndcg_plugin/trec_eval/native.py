@@ -71,40 +71,45 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     qids = [str(q) for q in res.query_ids]
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
-    totals: dict = {}
-    values = _values(res, qids, evaluated, engine, interp, plugin, totals)
+    missing: dict = {}  # -c: position among the evaluated -> its relevant docs, of the queries the run lacks
     if o.complete and len(evaluated) > int((returned > 0).sum()):
         import numpy as np
         n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
-        for i in evaluated:
-            if returned[i] == 0:  # trec_eval's -c ranking of a missing query: its one unjudged document
-                bogus(values[qids[i]], o.judged_only, n_rel[i])
-        totals = {n: t for n, t in totals.items() if family_of(n) not in BOGUS}  # changed: summed again
-    names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
+        missing = {k: n_rel[i] for k, i in enumerate(evaluated) if returned[i] == 0}
+    totals: dict = {}
+    columns = _values(res, evaluated, engine, interp, plugin, totals, (missing, o.judged_only))
+    values = _rows([qids[i] for i in evaluated], columns) if o.per_query or plugin or not o.complete else None
+    # p.pytrec: runid, num_q, the report's own; without rows, the names each query's row would hold
+    names = printed_names(values if values is not None else {"": _present(columns)}, plugin, tuple(p.pytrec))
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
         missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
         raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
     tag = run_tag(o.run) if "runid" in p.pytrec else ""
     recount = int((ev.index.rel > 0).sum()) if o.complete else None
-    return Report(shown, names, values, tag, recount, totals)
+    return Report(shown, names, values if values is not None else {}, tag, recount, totals)
 
 
-def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list, totals: dict) -> dict:
-    """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
-    out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
-    averages, 11pt_avg summed from its last level down. Made a column at a time, each row's dict
-    at once (the names in the same order as filled one by one). ``totals`` gets each trec_eval
-    measure's values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as
-    trec_eval), for the summary."""
+def _values(res: Any, evaluated: list, engine: list, interp: list, plugin: list, totals: dict,
+            bogus_of: tuple) -> list:
+    """[(printed name, its values over the evaluated queries, which are printed or None for all)],
+    as the dict path fills its rows: NaN left out (no value) but interpolated precision's and
+    11pt_avg's, gm_map and gm_bpref as the log their summary averages, 11pt_avg summed from its last
+    level down, a -c query the run lacks as trec_eval leaves it (``bogus_of``: ({position: its
+    relevant docs}, -J); :func:`bogus_value`). ``totals`` gets each trec_eval measure's printed
+    values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval)."""
     import numpy as np
 
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
     at = np.asarray(evaluated, dtype=np.int64)
-    columns: list = []  # (name, values, which are kept or None for all)
+    missing, judged_only = bogus_of
+    columns: list = []
 
     def put(name: str, col: Any, nan_printed: bool = False, trec: bool = True) -> None:
         values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()] if name in GEOMETRIC_OF else col.tolist()
+        for k, n_rel in missing.items():
+            v = bogus_value(name, judged_only, n_rel)
+            values[k] = values[k] if v is None else v
         kept = None if nan_printed or not np.isnan(col).any() else ~np.isnan(col)
         columns.append((name, values, kept))
         if trec:
@@ -128,18 +133,36 @@ def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, p
             total = total + col
         put(avg, total / len(cols), nan_printed=True)  # printed whatever it is, as before
     for name, cols in strings.items():
-        columns.append((name, [relstring_value(list(chunks)) for chunks in zip(*cols, strict=True)], None))
+        texts = [relstring_value(list(chunks)) for chunks in zip(*cols, strict=True)]
+        for k in missing:
+            texts[k] = bogus_value(name, judged_only, 0) or texts[k]
+        columns.append((name, texts, None))
     for name, m in plugin:
         put(name, res.values[m].values[at], trec=False)
+    return columns
+
+
+def _rows(qids: list, columns: list) -> dict:
+    """{qid: {printed name: value}} from :func:`_values`' columns, each row's dict made at once (its
+    names in the columns' order, as filled one by one), the values not printed left out."""
     names = [name for name, _, _ in columns]
     rows = [dict(zip(names, row, strict=True)) for row in zip(*(v for _, v, _ in columns), strict=True)] \
-        if columns else [{} for _ in evaluated]
+        if columns else [{} for _ in qids]
     for name, _, kept in columns:
         if kept is not None:
             for row, keep in zip(rows, kept.tolist(), strict=True):
                 if not keep:
                     del row[name]
-    return dict(zip((qids[i] for i in evaluated), rows, strict=True))
+    return dict(zip(qids, rows, strict=True))
+
+
+def _present(columns: list) -> dict:
+    """The names :func:`_rows` would give, in the order they first appear in its rows (by the first
+    row that prints them, then column order)."""
+    import numpy as np
+    first = [(0 if kept is None else int(np.argmax(kept)), k, name) for k, (name, _, kept) in enumerate(columns)
+             if kept is None or kept.any()]
+    return dict.fromkeys(name for _, _, name in sorted(first))
 
 
 def relstring_value(chunks: list) -> str:
@@ -148,24 +171,30 @@ def relstring_value(chunks: list) -> str:
     return f"'{relstring_text(chunks)}'"
 
 
-#: the measures :func:`bogus` may change
-BOGUS = ("num_ret", "utility", "unj", "rbp_resid", "relstring")
-
-
 def bogus(row: dict, judged_only: bool, n_rel: int) -> None:
     """A qrels query missing from the run (-c), which the engine evaluates with an empty ranking,
-    as trec_eval 10.0 evaluates it: on one unjudged document (none with -J), then num_ret, utility,
-    unj*, rbp_resid set back to 0 and relstring to empty, by their exact printed names (utility
-    and relstring with parameters keep the value of that document; ``n_rel``: its relevant docs)."""
+    as trec_eval 10.0 leaves it (:func:`bogus_value`), in place."""
+    for name in row:
+        v = bogus_value(name, judged_only, n_rel)
+        if v is not None:
+            row[name] = v
+
+
+def bogus_value(name: str, judged_only: bool, n_rel: int) -> float | str | None:
+    """What trec_eval 10.0 prints as ``name`` for a qrels query missing from the run (-c) where the
+    engine's empty ranking gives something else (None: the same): it evaluates the query on one
+    unjudged document (none with -J), then sets num_ret, utility, unj*, rbp_resid back to 0 and
+    relstring to empty, by their exact printed names (utility and relstring with parameters keep
+    the value of that document; ``n_rel``: the query's relevant docs)."""
     from .interp import atof
     from .report import family_of
-    for name in row:
-        if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
-            row[name] = 0.0
-        elif name == "relstring":
-            row[name] = "''"
-        elif family_of(name) == "relstring" and not judged_only:
-            row[name] = "'-'" if int(atof(name[len("relstring_"):])) >= 1 else "''"
-        elif family_of(name) == "utility" and not judged_only:
-            p1, p2, p3, p4 = (atof(x) for x in name[len("utility_"):].split(","))
-            row[name] = p1 * 0.0 + p2 * 1.0 + p3 * float(n_rel) + p4 * float(-1 - n_rel)
+    if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
+        return 0.0
+    if name == "relstring":
+        return "''"
+    if family_of(name) == "relstring" and not judged_only:
+        return "'-'" if int(atof(name[len("relstring_"):])) >= 1 else "''"
+    if family_of(name) == "utility" and not judged_only:
+        p1, p2, p3, p4 = (atof(x) for x in name[len("utility_"):].split(","))
+        return p1 * 0.0 + p2 * 1.0 + p3 * float(n_rel) + p4 * float(-1 - n_rel)
+    return None

@@ -100,7 +100,7 @@ def _totals(qids: list, names: list, values: dict) -> dict:
     numeric = {n for n, kind in names
                if kind == "trec" and n not in ("runid", "num_q") and family_of(n) not in QUERY_ONLY}
     totals: dict = dict.fromkeys(numeric, 0.0)
-    for q in qids:
+    for q in qids if numeric else ():
         for n, v in values[q].items():
             if n in totals:
                 totals[n] += v
