@@ -71,33 +71,36 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     qids = [str(q) for q in res.query_ids]
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
-    missing: dict = {}  # -c: position among the evaluated -> its relevant docs, of the queries the run lacks
+    lacking: dict = {}  # -c: position among the evaluated -> its relevant docs, of the queries the run lacks
     if o.complete and len(evaluated) > int((returned > 0).sum()):
         import numpy as np
         n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
-        missing = {k: n_rel[i] for k, i in enumerate(evaluated) if returned[i] == 0}
+        lacking = {k: n_rel[i] for k, i in enumerate(evaluated) if returned[i] == 0}
     totals: dict = {}
-    columns = _values(res, evaluated, engine, interp, plugin, totals, (missing, o.judged_only))
-    values = _rows([qids[i] for i in evaluated], columns) if o.per_query or plugin or not o.complete else None
+    columns = _values(res, evaluated, engine, interp, plugin, totals, (lacking, o.judged_only),
+                      texts_wanted=o.per_query or not o.complete)  # a MissingQuery report may print them
+    values = _rows([qids[i] for i in evaluated], columns) if o.per_query or plugin else None
     # p.pytrec: runid, num_q, the report's own; without rows, the names each query's row would hold
     names = printed_names(values if values is not None else {"": _present(columns)}, plugin, tuple(p.pytrec))
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
         missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
-        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
+        rows = values if values is not None else _rows(shown, columns)
+        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, rows))
     tag = run_tag(o.run) if "runid" in p.pytrec else ""
     recount = int((ev.index.rel > 0).sum()) if o.complete else None
     return Report(shown, names, values if values is not None else {}, tag, recount, totals)
 
 
 def _values(res: Any, evaluated: list, engine: list, interp: list, plugin: list, totals: dict,
-            bogus_of: tuple) -> list:
+            bogus_of: tuple, texts_wanted: bool = True) -> list:
     """[(printed name, its values over the evaluated queries, which are printed or None for all)],
     as the dict path fills its rows: NaN left out (no value) but interpolated precision's and
     11pt_avg's, gm_map and gm_bpref as the log their summary averages, 11pt_avg summed from its last
     level down, a -c query the run lacks as trec_eval leaves it (``bogus_of``: ({position: its
     relevant docs}, -J); :func:`bogus_value`). ``totals`` gets each trec_eval measure's printed
-    values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval)."""
+    values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval).
+    ``texts_wanted``: False leaves relstring's texts out (None: it is printed per query only)."""
     import numpy as np
 
     from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
@@ -133,6 +136,9 @@ def _values(res: Any, evaluated: list, engine: list, interp: list, plugin: list,
             total = total + col
         put(avg, total / len(cols), nan_printed=True)  # printed whatever it is, as before
     for name, cols in strings.items():
+        if not texts_wanted:
+            columns.append((name, [None] * len(at), None))
+            continue
         texts = [relstring_value(list(chunks)) for chunks in zip(*cols, strict=True)]
         for k in missing:
             texts[k] = bogus_value(name, judged_only, 0) or texts[k]
