@@ -541,7 +541,7 @@ def test_spark_gives_the_local_digits(spark):
     run = {f"q{i}": {f"d{j}": float(rng.choice([0, 1, 1, 2, 3])) for j in rng.sample(range(15), rng.randint(1, 10))}
            for i in (0, 1, 2, 3, 4, 7)}
     names = ["AP", "AP@3", "P@2", "P(rel=2)@3", "R@3", "Rprec", "Bpref", "NumRet", "NumRet(rel=2)", "NumRel",
-             "NumQ"]
+             "NumQ", "Judged@3", "Judged"]
     local = engine(qrels, run, names)
     measures = [parse_measure(n) for n in names]
     qd, rd = _frames(qrels, run)
