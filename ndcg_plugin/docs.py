@@ -57,7 +57,7 @@ provider with the others); the same outcome for every test. Without `--object-st
 
 The plugin's engine computes the built-ins its families serve (`nDCG` with `dcg='log2'` or
 `'exp-log2'`, `RR`, `Success`, and trec_eval's measures below: `AP`, `P`, `R`, `Rprec`, `Bpref`,
-`NumQ`, `NumRet`, `NumRel`) only when asked: `ndcg_plugin.register(serve_builtins=True)` (the provider moves first
+`NumQ`, `NumRet`, `NumRel`, and `Judged`) only when asked: `ndcg_plugin.register(serve_builtins=True)` (the provider moves first
 in the pipeline; `ndcg_plugin.register()` undoes it), the provider by name
 (`ir_measures.providers.registry["ndcg_plugin"]`), or `ndcg-plugin eval`, which computes every
 measure the engine can (trec_eval's tie rule) and names on stderr the printed measures another
@@ -71,6 +71,7 @@ inputs below, its numbers or errors differ from ir-measures' providers:
 |---|---|---|---|---|
 | scores equal at single precision, different at double (`0.3`, `0.30000000000000004`) | pytrec_eval 0.5.11 ranks them as tied, ordered by doc id | ordered by their 64-bit values, as the trec_eval 10.0 binary | the plugin's numbers are trec_eval's | `test_serving_builtins_is_opt_in_and_undone_by_register` |
 | tied scores, `RR@k` | the msmarco provider orders ties by doc id ascending | doc id descending (trec_eval; `-M k recip_rank` agrees) | one tie rule for every measure | `test_served_rr_at_k_orders_ties_as_trec_eval_not_as_msmarco` |
+| tied scores, `Judged@k` | the judged provider orders ties by doc id ascending | doc id descending (trec_eval) | one tie rule for every measure | `test_judged_at_k_served_natively` |
 | `nDCG(dcg='exp-log2')` | the gdeval provider: gdeval.pl reads numeric query ids only (any other id ends in a perl format error, CalledProcessError), labels <= 4, and prints 5 decimals | every id and label, full precision; the same order (score descending, doc id descending) and gain 2^rel - 1 | | `test_served_builtins_equal_pytrec_eval_where_docs_say_they_do` |
 | duplicate (query, doc) pairs in a DataFrame or namedtuples | pytrec_eval keeps the last | `InputError` naming both rows (`NdcgPluginProvider(duplicates='first')` or `'max'` keeps one) | trec_eval refuses duplicates | `test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids` |
 | NaN or infinite scores, empty doc ids | a number | `InputError` naming the row | no defined rank; an empty id is not a TREC id | `test_served_builtins_refuse_duplicates_non_finite_scores_and_empty_ids` |
@@ -109,12 +110,15 @@ def _trec_eval_section() -> list[str]:
            "ir-measures' built-ins that the engine computes as trec_eval 10.0 computes them (the same doubles: "
            "sums in rank order, trec_eval's tie rule and reading of labels). `ndcg-plugin eval`, `compare`, "
            "`reproduce`, `crosscheck` and `ndcg-plugin trec_eval` compute them natively; the ir-measures "
-           "pipeline only with `ndcg_plugin.register(serve_builtins=True)`.", "",
+           "pipeline only with `ndcg_plugin.register(serve_builtins=True)`. trec_eval's measures marked "
+           "\"drop-in only\" have no ir-measures name: `ndcg-plugin trec_eval` alone computes them.", "",
            "| family | ir-measures | trec_eval |", "|---|---|---|"]
     for f in registry.families():
         if f.formula:
             names = ", ".join(f"`{n}`" for n in f.builtins)
-            trec = ", ".join(f"`{n}` (`{twin}`)" for n, (twin, _) in f.trec_eval_names.items())
+            from .measures.trec_only import CLASSES  # trec_eval's measures without an ir-measures name
+            trec = ", ".join(f"`{n}` (drop-in only)" if twin.split("(")[0].split("@")[0] in CLASSES
+                             else f"`{n}` (`{twin}`)" for n, (twin, _) in f.trec_eval_names.items())
             out.append(f"| {f.name} | {names} | {trec} |")
     out.append("")
     for f in registry.families():

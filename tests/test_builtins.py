@@ -315,9 +315,44 @@ def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, caps
                  "Judged@2"]) == 0
     out, err = capsys.readouterr()
     # ranking d2, d1 (doc id descending): RR = 1/2; nDCG@2 = (1/log2 3) / 1; P@1 = 0 (the engine too);
-    # Judged@2 = 2/2 (ir-measures' judged provider: both docs are judged)
+    # Judged@2 = 2/2 (both docs are judged; the engine's unjudged family computes it too)
     assert out.splitlines() == ["RR@10\t0.5000", "MRR_zero@10\t0.5000", f"nDCG@2\t{1 / math.log2(3):.4f}",
                                 "P@1\t0.0000", "Judged@2\t1.0000"]
-    assert err == "ndcg-plugin: computed by other providers: Judged@2 by ir-measures' judged provider\n"
+    assert err == ""
     assert main(["eval", str(tmp_path / "q"), str(tmp_path / "r"), "RR@10", "--provider", "msmarco"]) == 0
     assert capsys.readouterr().out == "RR@10\t1.0000\n"  # the user's choice of provider is kept
+
+
+def test_judged_at_k_served_natively():
+    """Judged@k by the engine (the unjudged family) against ir-measures' judged provider, per query,
+    on the cases above with distinct scores (the judged provider breaks ties by doc id ascending,
+    trec_eval's order by doc id descending: docs/measures.md); served only when asked."""
+    import ir_measures
+
+    import ndcg_plugin
+    plugin = ir_measures.providers.registry["ndcg_plugin"]
+    measures = [ir_measures.Judged @ 1, ir_measures.Judged @ 3, ir_measures.Judged @ 20, ir_measures.Judged]
+    compared = 0
+    for i in range(0, N_CASES, 4):  # a quarter of the cases: enough draws of every kind
+        case = make_case(i)
+        if case["int_ids"]:
+            continue
+        qrels, run = {}, {}
+        for q, d, r in case["qrels"]:
+            qrels.setdefault(q, {})[d] = r
+        for j, (q, d, s) in enumerate(case["run"]):
+            if d and not math.isnan(s):
+                run.setdefault(q, {})[d] = float(s) + j * 1e-6  # no tie: the two orders differ on ties
+        ours = {(m.query_id, str(m.measure)): m.value for m in plugin.iter_calc(measures, qrels, run)}
+        theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.judged.iter_calc(measures, qrels, run)}
+        assert ours.keys() == theirs.keys(), i
+        assert all(ours[k] == pytest.approx(v, abs=1e-12) for k, v in theirs.items()), i
+        compared += len(theirs)
+    assert compared > 100
+    assert not any(p.supports(ir_measures.Judged @ 3) for p in ir_measures.DefaultPipeline.providers
+                   if getattr(p, "NAME", None) == "ndcg_plugin")
+    ndcg_plugin.register(serve_builtins=True)
+    try:
+        assert ir_measures.DefaultPipeline.providers[0].supports(ir_measures.Judged @ 3)
+    finally:
+        ndcg_plugin.register()

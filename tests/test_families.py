@@ -38,20 +38,26 @@ def every_variant() -> list:
 
 def test_every_family_lists_a_measure_for_each_of_its_variants():
     """A family's variants are its measures' (the plugin's own), or, for a family that serves only
-    built-ins (AP, P, Bpref, the counts), the variants its built-ins' specs name."""
+    built-ins (AP, P, Bpref, the counts) and trec_eval's measures without an ir-measures name
+    (relative_P, G, rbp...: the drop-in's, never registered with ir-measures), the variants its
+    built-ins' specs and those measures name."""
+    from ndcg_plugin.measures.trec_only import CLASSES
     for f in families():
         if f.measures:
             assert sorted(m.VARIANT for m in f.measures) == sorted(f.variants), f.name
             assert all(m.FAMILY == f.name for m in f.measures)
         else:
             built = {f.builtin_spec(ir_measures.parse_measure(t)).variant for t in BUILTIN_EXAMPLES[f.name]}
+            built |= {m.VARIANT for m in CLASSES.values() if m.FAMILY == f.name}
             assert built == set(f.variants), f.name
+    assert not set(CLASSES) & set(ir_measures.measures.registry)  # no new public name
 
 
 #: built-ins of each family that serves only built-ins, one per variant at least
 BUILTIN_EXAMPLES = {"ap": ["AP", "AP@5"], "precision": ["P@5", "R@5", "Rprec"], "bpref": ["Bpref"],
                     "counts": ["NumQ", "NumRet", "NumRelRet", "NumRel"], "iprec": ["IPrec@0.3"],
-                    "sets": ["SetP", "SetP(relative=True)", "SetR", "SetF", "SetAP"], "infap": ["infAP"]}
+                    "sets": ["SetP", "SetP(relative=True)", "SetR", "SetF", "SetAP"], "infap": ["infAP"],
+                    "retrieved": [], "gain": [], "unjudged": ["Judged@5"]}
 
 
 @pytest.mark.parametrize("measure", every_variant(), ids=str)
@@ -81,7 +87,8 @@ BUILTINS_SERVED = [t for f in BUILTIN_EXAMPLES.values() for t in f] + ["P(rel=2,
 def test_every_backend_computes_every_builtin_a_family_serves(text, tmp_path):
     """The built-ins of the trec_eval families through every backend: streamed equals in memory,
     routed to the engine by eval, the provider by name gives the Evaluation's aggregate, crosscheck
-    matches pytrec_eval (IPrec: no counterpart, pytrec_eval rounds levels as 9.0), explain gives
+    matches pytrec_eval (IPrec: no counterpart, pytrec_eval rounds levels as 9.0; Judged: none in
+    trec_eval, test_judged_at_k_served_natively compares it with ir-measures' judged provider), explain gives
     each query's value."""
     measure = ir_measures.parse_measure(text)
     spec = spec_of(measure)
@@ -94,8 +101,8 @@ def test_every_backend_computes_every_builtin_a_family_serves(text, tmp_path):
     ours = ir_measures.providers.registry["ndcg_plugin"].calc_aggregate([measure], QRELS, RUN)[measure]
     assert Evaluation([measure], qrels=QRELS).compute(RUN).aggregates[measure] == ours
     (row,) = ndcg_plugin.crosscheck(QRELS, RUN, [measure])
-    assert row.verdict == ("match" if spec.family != "iprec" else row.verdict) and row.ours == ours
-    assert row.verdict.startswith("no counterpart") == (spec.family == "iprec")
+    assert row.verdict == ("match" if spec.family not in ("iprec", "unjudged") else row.verdict) and row.ours == ours
+    assert row.verdict.startswith("no counterpart") == (spec.family in ("iprec", "unjudged"))
     for i, q in enumerate(index.qids):
         assert explain(QRELS, RUN, q, measure).value == local.values[i]
 

@@ -188,6 +188,78 @@ def test_num_rel_ret_with_rel_2_counts_the_returned_labels_of_2_or_more():
                                                     "NumRel(rel=2)": 2, "NumRel": 4}
 
 
+# trec_eval's measures without an ir-measures name (the drop-in's, computed by the engine through
+# measures never registered with ir-measures): q1 judges A 2, B 0, C 1, E -1 (in the pool, not
+# judged), F 3; the run ranks A, X (not in the qrels), B, C, E. num_rel 3 (A C F), num_ret 5,
+# num_rel_ret 2 (A C); q2 (F 1) is missing from the run.
+TREC_ONLY_QRELS = {"q1": {"A": 2, "B": 0, "C": 1, "E": -1, "F": 3}, "q2": {"F": 1}}
+TREC_ONLY_RUN = {"q1": {"A": 5, "X": 4, "B": 3, "C": 2, "E": 1}}
+
+
+def trec_only(texts: list[str]) -> dict[str, dict[str, float]]:
+    """{measure text: {query: value}} of trec_eval-only measures (``relative_P@2``...), engine."""
+    from ndcg_plugin.measures.trec_only import measure_of
+    measures = [measure_of(t) for t in texts]
+    qrels, run = _frames(TREC_ONLY_QRELS, TREC_ONLY_RUN)
+    res = Evaluation(measures, qrels=qrels).compute(run, per_query=True)
+    return {t: dict(zip(res.query_ids, res.values[m].values.tolist(), strict=True)) for t, m in zip(texts, measures,
+                                                                                                 strict=True)}
+
+
+def test_retrieved_family_worked_example():
+    """relative_P@2: A in the top 2, over min(2, 3) = 1/2; @5: 2 / min(5, 3) = 2/3. Rprec_mult 0.5:
+    c = (long)(0.5 * 3 + 0.9) = 2, 1 relevant in the top 2: 1/2; 2.0: c = (long)6.9 = 6 > 5 returned:
+    2/6. utility (1, -1, 0, 0): 2 relevant, 3 others retrieved: -1; (2, -1, 0.5, 0.25): 4 - 3 + 0.5 *
+    (3 - 2) + 0.25 * (2 - 5 - 3) = 0. num_nonrel_judged_ret: B (label 0): 1. q2 (no run): 0 each, but
+    utility (2, -1, 0.5, 0.25), which the empty ranking gives 0.5 * 1 + 0.25 * (0 - 0 - 1) = 0.25."""
+    got = trec_only(["relative_P@2", "relative_P@5", "Rprec_mult(values=(0.5,))", "Rprec_mult(values=(2.0,))",
+                     "utility(values=(1.0, -1.0, 0.0, 0.0))", "utility(values=(2.0, -1.0, 0.5, 0.25))",
+                     "num_nonrel_judged_ret"])
+    assert {t: v["q1"] for t, v in got.items()} == {
+        "relative_P@2": 1 / 2, "relative_P@5": 2 / 3, "Rprec_mult(values=(0.5,))": 1 / 2,
+        "Rprec_mult(values=(2.0,))": 2 / 6, "utility(values=(1.0, -1.0, 0.0, 0.0))": -1.0,
+        "utility(values=(2.0, -1.0, 0.5, 0.25))": 0.0, "num_nonrel_judged_ret": 1.0}
+    assert {t: v["q2"] for t, v in got.items()} == {**{t: 0.0 for t in got}, "utility(values=(2.0, -1.0, 0.5, 0.25))":
+                                                    0.25}
+
+
+def test_gain_measures_worked_example():
+    """Gains are labels: A 2, C 1, the rest 0; ideal gains F 3, A 2, C 1. binG: A at rank 0 after 0
+    non-relevant, C at rank 3 after 2: (1/log2(2) + 1/log2(4)) / 3. G: costs run 3, 5, 6, then 7
+    (1 a rank past the ideal gains), gains 2, 2, 2, 3: (2/log2(2 + 3 - 2) + 1/log2(2 + 7 - 3)) / 6.
+    ndcg_rel: A's DCG 2 over the ideal 3; C's whole DCG D over the whole ideal I; F (not retrieved)
+    D / I: (2/3 + 2 D / I) / 3. Rndcg: the ideal gain changes after ranks 1, 2, 3, and 5 > 3 + 1
+    docs returned adds D / I: (2/3 + 2/I2 + 2/I + D/I) / 4 with I2 the ideal DCG at 2."""
+    d = 2 + 1 / math.log2(5)
+    i2 = 3 + 2 / math.log2(3)
+    i = i2 + 1 / math.log2(4)
+    got = trec_only(["binG", "G", "ndcg_rel", "Rndcg"])
+    want = {"binG": (1 / math.log2(2) + 1 / math.log2(4)) / 3,
+            "G": (2 / math.log2(3) + 1 / math.log2(6)) / 6,
+            "ndcg_rel": (2 / 3 + d / i + d / i) / 3,
+            "Rndcg": (2 / 3 + 2 / i2 + 2 / i + d / i) / 4}
+    assert all(close(got[n]["q1"], w) for n, w in want.items()), (got, want)
+    assert {n: v["q2"] for n, v in got.items()} == {n: 0.0 for n in want}
+
+
+def test_unjudged_family_worked_example():
+    """Unjudged: X (rank 1, not in the qrels) and E (rank 4, label -1). unj@2: 1/2; unj@10: 2/10.
+    rbp: gains scaled by the largest label 3: (1 - 0.9) (2/3 + 1/3 0.9^3). rbp_resid: 0.9^5 + (1 -
+    0.9)(0.9 + 0.9^4). relstring of 10: '2-01.' (the chunk's codes, read back). Judged@2: A of A, X:
+    1/2; Judged@10: A B C E judged of 5 returned: 4/5."""
+    from ndcg_plugin.measures.unjudged import relstring_text
+    got = trec_only(["unj@2", "unj@10", "rbp(values=(0.9,))", "rbp_resid(values=(0.9,))",
+                     "relstring(values=(0.0,))@10"])
+    assert got["unj@2"]["q1"] == 1 / 2 and got["unj@10"]["q1"] == 2 / 10
+    p = 0.9  # its powers multiplied one by one, as trec_eval does; 1 - p is 0.09999999999999998
+    assert close(got["rbp(values=(0.9,))"]["q1"], (1 - p) * (2 / 3 + 1 / 3 * (p * p * p)))
+    assert close(got["rbp_resid(values=(0.9,))"]["q1"], p * p * p * p * p + (1 - p) * (p + p * p * p * p))
+    assert relstring_text([got["relstring(values=(0.0,))@10"]["q1"]]) == "2-01."
+    assert relstring_text([got["relstring(values=(0.0,))@10"]["q2"]]) == ""
+    judged = engine(TREC_ONLY_QRELS, TREC_ONLY_RUN, ["Judged@2", "Judged@10"])
+    assert judged["Judged@2"]["q1"] == 1 / 2 and judged["Judged@10"]["q1"] == 4 / 5
+
+
 # --- 2. against pytrec_eval on random qrels and runs ------------------------------------------------
 
 QIDS = ["1", "01", "q2", "303", "z"]
@@ -469,7 +541,7 @@ def test_spark_gives_the_local_digits(spark):
     run = {f"q{i}": {f"d{j}": float(rng.choice([0, 1, 1, 2, 3])) for j in rng.sample(range(15), rng.randint(1, 10))}
            for i in (0, 1, 2, 3, 4, 7)}
     names = ["AP", "AP@3", "P@2", "P(rel=2)@3", "R@3", "Rprec", "Bpref", "NumRet", "NumRet(rel=2)", "NumRel",
-             "NumQ"]
+             "NumQ", "Judged@3", "Judged"]
     local = engine(qrels, run, names)
     measures = [parse_measure(n) for n in names]
     qd, rd = _frames(qrels, run)

@@ -40,6 +40,7 @@ class Spec:
     ties: str = "trec"     # "trec" (doc id descending) | "average" (expected value over tied orders)
     recall: float | None = None  # a recall level (IPrec), else None
     beta: float = 1.0      # SetF's parameter (trec_eval set_F's)
+    params: tuple = ()     # a trec_eval-only measure's real parameters (Rprec_mult's multiple, utility's coefficients)
 
     def __post_init__(self) -> None:
         """Every value field a backend dispatches on is checked here, so that no backend computes a
@@ -53,6 +54,8 @@ class Spec:
         _expect(self.ties in TIE_ORDERS, "ties", " or ".join(map(repr, TIE_ORDERS)), self.ties)
         _expect(isinstance(self.judged_only, bool), "judged_only", "True or False", self.judged_only)
         _expect(isinstance(self.beta, float) and self.beta >= 0.0, "beta", "a float >= 0", self.beta)
+        _expect(isinstance(self.params, tuple) and all(isinstance(x, float) and math.isfinite(x) for x in self.params),
+                "params", "a tuple of finite floats", self.params)
         _expect(self.recall is None or (isinstance(self.recall, float) and 0.0 <= self.recall <= 1.0),
                 "recall", "None or a float between 0 and 1", self.recall)
         _expect(isinstance(self.gains, tuple) and all(

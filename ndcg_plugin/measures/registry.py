@@ -13,12 +13,13 @@ from contextlib import contextmanager
 import ir_measures
 
 from ..errors import Unsupported
-from . import ap, bpref, counts, hitrate, infap, iprec, mrr, ndcg, precision, sets
+from . import ap, bpref, counts, gain, hitrate, infap, iprec, mrr, ndcg, precision, retrieved, sets, unjudged
 from .base import Family, PluginMeasure, Spec
 
 _FAMILIES: dict[str, Family] = {f.name: f for f in (ndcg.FAMILY, hitrate.FAMILY, mrr.FAMILY, ap.FAMILY,
                                                     precision.FAMILY, bpref.FAMILY, counts.FAMILY,
-                                                    iprec.FAMILY, sets.FAMILY, infap.FAMILY)}
+                                                    iprec.FAMILY, sets.FAMILY, infap.FAMILY, retrieved.FAMILY,
+                                                    gain.FAMILY, unjudged.FAMILY)}
 
 
 #: the families the package registers on import (every process that imports it has them)

@@ -39,18 +39,23 @@ OFFICIAL = "runid num_q num_ret num_rel num_rel_ret map gm_map Rprec bpref recip
 ALL_TREC = [*OFFICIAL, "relstring", "recall", "infAP", "gm_bpref", "Rprec_mult", "utility", "11pt_avg", "binG", "G",
             "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P", "set_relative_P",
             "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp", "rbp_resid", "unj"]
-#: trec_eval measures this command does not compute: pytrec_eval has no string measures
-#: (relstring), and lacks the others; trec_eval's rbp also reads uninitialised memory (its value
-#: depends on the build)
-NOT_COMPUTED = ("relstring", "rbp", "rbp_resid", "unj", "dcg", "ideal_dcg", "ndcg_p", "yaap", "map_avgjg",
-                "P_avgjg", "Rprec_mult_avgjg", "prefs_*")
-#: measures whose parameters pytrec_eval mishandles (a gain map aborts the process; utility's
-#: coefficients are ignored): computed with their default parameters only
-DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility")
+#: trec_eval measures this command does not compute: they are not in all_trec (trec_eval's
+#: preference and judgment-group measures need other qrels formats)
+NOT_COMPUTED = ("dcg", "ideal_dcg", "ndcg_p", "yaap", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg", "prefs_*")
+#: measures computed with their default parameters only (pytrec_eval aborts on a gain map; the
+#: engine computes trec_eval's default gains and rbp's p = 0.9 only); utility's coefficients are
+#: the engine's alone (pytrec_eval ignores them)
+DEFAULT_PARAMS_ONLY = ("ndcg", "ndcg_rel", "Rndcg", "G", "binG", "utility", "rbp", "rbp_resid")
 #: trec_eval's default cutoffs of the measures the engine computes that take cutoffs (which
 #: measures these are, and their ir-measures twins, the families say: Family.trec_eval_names)
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-ENGINE_CUTOFFS = {"ndcg_cut": _CUTS, "P": _CUTS, "recall": _CUTS, "map_cut": _CUTS, "success": (1, 5, 10)}
+ENGINE_CUTOFFS = {"ndcg_cut": _CUTS, "P": _CUTS, "recall": _CUTS, "map_cut": _CUTS, "success": (1, 5, 10),
+                  "relative_P": _CUTS, "unj": (5, 10, 20),
+                  "Rprec_mult": (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)}
+#: trec_eval's default real parameters of the engine's measures that take some (utility's coefficients)
+DEFAULT_VALUES = {"utility": (1.0, -1.0, 0.0, 0.0)}
+#: relstring's default length
+RELSTRING_LENGTH = 10
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
 
 
@@ -95,10 +100,20 @@ def _engine_cutoffs(name: str, params: str) -> tuple | None | bool:
     when the engine declines (parameters it does not read as trec_eval does). A twin with a real
     parameter (``{p}``: set_F's) takes the parameters as given, a string: the printed name
     carries them, the twin their first number (C's atof)."""
-    if "{p}" in _engine_twins()[name]:
-        from .interp import atof
+    from .interp import atof
+    template = _engine_twins()[name]
+    if "{p}" in template:
         return (params if atof(params.split(",")[0]) >= 0 else False) if params else None
-    if "{k}" not in _engine_twins()[name]:
+    if "{ps}" in template or name == "relstring":  # the whole parameter string: utility's coefficients, a length
+        if params and "{ps}" in template and len(params.split(",")) != len(DEFAULT_VALUES[name]):
+            raise UsageError(f"trec_eval measure {name}.{params}: {name} takes {len(DEFAULT_VALUES[name])} "
+                             f"comma-separated numbers, got {params!r}")
+        return params or None
+    if "{m}" in template:  # real cutoffs (Rprec_mult's multiples of R): >= 0, distinct, sorted as trec_eval sorts
+        multiples = [atof(x) for x in params.split(",")] if params else list(ENGINE_CUTOFFS[name])
+        ok = all(x >= 0 for x in multiples) and len(set(multiples)) == len(multiples)
+        return tuple(sorted(multiples)) if ok else False
+    if "{k}" not in template:
         return False if params else None  # ndcg with a gain map, recip_rank with parameters: pytrec_eval's
     if not params:
         return ENGINE_CUTOFFS.get(name, False)
@@ -127,13 +142,13 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
         if fam not in ORDER and fam not in pytrec_eval.supported_measures and fam not in NOT_COMPUTED:
             p.plugin.append(_plugin_measure(m))
             continue
-        if fam in NOT_COMPUTED or fam not in pytrec_eval.supported_measures:
+        if fam in NOT_COMPUTED or (fam not in pytrec_eval.supported_measures and fam not in _engine_twins()):
             raise UsageError(f"trec_eval measure {m!r} is not computed by ndcg-plugin trec_eval "
                              f"(not computed: {', '.join(NOT_COMPUTED)}); run trec_eval itself for it")
-        if given and fam in DEFAULT_PARAMS_ONLY:
+        if given and fam in DEFAULT_PARAMS_ONLY and not (use_engine and fam == "utility"):
             raise UsageError(f"trec_eval measure {m!r}: {fam} is computed with its default parameters only "
-                             f"(pytrec_eval aborts on a gain map and ignores utility's coefficients); "
-                             f"run trec_eval itself for {m}")
+                             f"(gain maps and rbp's p are not read here; pytrec_eval ignores utility's "
+                             f"coefficients); run trec_eval itself for {m}")
         if not params.get(fam):
             params[fam] = given
     for fam, given in params.items():
@@ -141,7 +156,12 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
             p.interp.append((fam, given))
             continue
         # -J: the rankings hold judged documents only (evaluate): the engine's measures need no flag
-        cutoffs = _engine_cutoffs(fam, given) if use_engine and fam in _engine_twins() else False
+        # rbp, unj, relstring: the engine's alone (pytrec_eval names relstring, but has no string values)
+        engine_only = fam not in pytrec_eval.supported_measures or fam == "relstring"
+        cutoffs = _engine_cutoffs(fam, given) if (use_engine or engine_only) and fam in _engine_twins() else False
+        if cutoffs is False and engine_only:
+            raise UsageError(f"trec_eval measure {fam}.{given}: parameters not read as trec_eval reads them here; "
+                             f"run trec_eval itself for it")
         if cutoffs is False:
             p.pytrec.append(f"{fam}.{given}" if given else fam)
         else:
@@ -166,28 +186,50 @@ def _plugin_measure(name: str):
 def _engine_measures(name: str, cutoffs, level: int, judged_only: bool = False) -> list[tuple[str, object]]:
     """(printed name, ir-measures measure) of an engine-computed trec_eval measure; trec_eval's
     -l is the measure's ``rel`` where it has one, -J its ``judged_only`` (bpref and the counts of
-    relevant docs are the same under -J; num_ret counts the judged docs)."""
-    import ir_measures
-    from ir_measures.providers.base import NOT_PROVIDED
-
+    relevant docs are the same under -J; num_ret counts the judged docs). relstring is several
+    measures under one printed name (:func:`relstring_measures`)."""
+    from ..measures.trec_only import measure_of
     from .interp import atof
     from .native import JUDGED_TWINS
 
     def twin(k):
         if judged_only and name in JUDGED_TWINS:
-            return ir_measures.parse_measure(JUDGED_TWINS[name])
-        given = atof(cutoffs.split(",")[0]) if isinstance(cutoffs, str) else 1.0
-        measure = ir_measures.parse_measure(_engine_twins()[name].format(k=k, p=repr(given)))
-        info = measure.SUPPORTED_PARAMS.get("rel")
-        # -l is the threshold of a measure that has one (NumRet has none unless it is NumRelRet)
-        thresholded = info is not None and ("rel" in measure.params or info.default is not NOT_PROVIDED)
-        measure = measure(rel=level) if thresholded else measure
-        return measure(judged_only=True) if judged_only and "judged_only" in measure.SUPPORTED_PARAMS else measure
+            return measure_of(JUDGED_TWINS[name])
+        numbers = [atof(x) for x in cutoffs.split(",")] if isinstance(cutoffs, str) else DEFAULT_VALUES.get(name, [1.0])
+        measure = measure_of(_engine_twins()[name].format(k=k, m=repr(k), p=repr(numbers[0]),
+                                                          ps=repr(tuple(numbers))))
+        return _thresholded(measure, level, judged_only)
+    if name == "relstring":
+        return relstring_measures(cutoffs, level, judged_only)
     if cutoffs is None:
         return [(name, twin(None))]
     if isinstance(cutoffs, str):  # a real parameter, printed as given (set_F_0.5)
         return [(f"{name}_{cutoffs}", twin(None))]
-    return [(f"{name}_{k}", twin(k)) for k in cutoffs]
+    # trec_eval prints a real cutoff as %3.2f (Rprec_mult_0.20), an integer one as it is (P_10)
+    return [(f"{name}_{k:3.2f}" if isinstance(k, float) else f"{name}_{k}", twin(k)) for k in cutoffs]
+
+
+def _thresholded(measure, level: int, judged_only: bool):
+    """``measure`` with -l as its ``rel`` (where it has a threshold) and -J as its ``judged_only``."""
+    from ir_measures.providers.base import NOT_PROVIDED
+    info = measure.SUPPORTED_PARAMS.get("rel")
+    # -l is the threshold of a measure that has one (NumRet has none unless it is NumRelRet)
+    thresholded = info is not None and ("rel" in measure.params or info.default is not NOT_PROVIDED)
+    measure = measure(rel=level) if thresholded else measure
+    return measure(judged_only=True) if judged_only and "judged_only" in measure.SUPPORTED_PARAMS else measure
+
+
+def relstring_measures(given: str | None, level: int, judged_only: bool) -> list[tuple[str, object]]:
+    """relstring.N (N = 10) as the engine computes it: one measure per chunk of
+    :data:`~ndcg_plugin.measures.unjudged.RELSTRING_CHUNK` ranks (each a number that carries their
+    characters), all under the printed name (``relstring``, or ``relstring_N`` when given)."""
+    from ..measures.unjudged import RELSTRING, RELSTRING_CHUNK
+    from .interp import atof
+    length = int(atof(given)) if given else RELSTRING_LENGTH
+    printed = f"relstring_{given}" if given else "relstring"
+    starts = range(0, length, RELSTRING_CHUNK) if length > 0 else [1]  # no rank: one chunk of nothing
+    return [(printed, _thresholded(RELSTRING(values=(float(s),)) @ max(min(s + RELSTRING_CHUNK, length), 1),
+                                   level, judged_only)) for s in starts]
 
 
 def _dicts(table, column: str) -> dict:
@@ -208,6 +250,7 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     from .. import reading
     from ..evaluation import qrels_queries, refuse_crashing_queries
     from ..measures.oracle import cut_run
+    from .native import bogus
     p = plan(o.measures, o.judged_only, use_engine)
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
@@ -240,6 +283,8 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
         _interpolated(fam, given, qrels, trec, o, values)
     if engine or plugin:
         _engine_values(engine + plugin, real, qrels_table, values)  # an empty ranking scores as a missing query
+    for q in (q for q in real if q not in run):  # -c: the missing query's one unjudged document
+        bogus(values[q], o.judged_only, sum(1 for x in qrels[q].values() if x >= o.level))
     names = printed_names(values, plugin)
     if not o.complete:
         missing = next((q for q in qids if q not in run), None)
@@ -311,8 +356,15 @@ def _engine_values(measures: list[tuple], run: dict, qrels_table, values: dict) 
     got: dict = {m: {} for m in chosen}
     for metric in res.metrics():
         got[metric.measure][metric.query_id] = metric.value
+    from .native import relstring_value
+    for name in dict.fromkeys(n for n, _ in measures if family_of(n) == "relstring"):
+        chunks = [m for n, m in measures if n == name]
+        for q in values:
+            values[q][name] = relstring_value([got[m].get(q, 0.0) for m in chunks])
     for name, m in measures:
         geometric = name in GEOMETRIC_OF
+        if family_of(name) == "relstring":
+            continue
         for q in values:
             v = got[m].get(q, math.nan)
             if not math.isnan(v):

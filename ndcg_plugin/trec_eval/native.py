@@ -71,43 +71,136 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     qids = [str(q) for q in res.query_ids]
     returned = res.values[present].values
     evaluated = [i for i, q in enumerate(qids) if o.complete or returned[i] > 0]
-    values = _values(res, qids, evaluated, engine, interp, plugin)
-    names = printed_names(values, plugin, tuple(p.pytrec))  # p.pytrec: runid, num_q, the report's own
+    lacking: dict = {}  # -c: position among the evaluated -> its relevant docs, of the queries the run lacks
+    if o.complete and len(evaluated) > int((returned > 0).sum()):
+        import numpy as np
+        n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
+        lacking = {k: n_rel[i] for k, i in enumerate(evaluated) if returned[i] == 0}
+    totals: dict = {}
+    columns = _values(res, evaluated, engine, interp, plugin, totals, (lacking, o.judged_only),
+                      texts_wanted=o.per_query or not o.complete)  # a MissingQuery report may print them
+    values = _rows([qids[i] for i in evaluated], columns) if o.per_query or plugin else None
+    # p.pytrec: runid, num_q, the report's own; without rows, the names each query's row would hold
+    names = printed_names(values if values is not None else {"": _present(columns)}, plugin, tuple(p.pytrec))
     shown = [qids[i] for i in evaluated]
     if not o.complete and len(shown) < len(qids):
         missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
-        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, values))
+        rows = values if values is not None else _rows(shown, columns)
+        raise MissingQuery(missing, Report([q for q in shown if q < missing], names, rows))
     tag = run_tag(o.run) if "runid" in p.pytrec else ""
     recount = int((ev.index.rel > 0).sum()) if o.complete else None
-    return Report(shown, names, values, tag, recount)
+    return Report(shown, names, values if values is not None else {}, tag, recount, totals)
 
 
-def _values(res: Any, qids: list, evaluated: list, engine: list, interp: list, plugin: list) -> dict:
-    """{qid: {printed name: value}} of the evaluated queries, as the dict path fills it: NaN left
-    out (no value) but interpolated precision's, gm_map and gm_bpref as the log their summary
-    averages, 11pt_avg summed from its last level down."""
-    from .report import GEOMETRIC_OF, MIN_GEO_MEAN
-    # (name, values, geometric, NaN printed): iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
-    columns = [(n, res.values[m].values.tolist(), n in GEOMETRIC_OF, False) for n, m in engine]
-    plugin_columns = [(n, res.values[m].values.tolist()) for n, m in plugin]
+def _values(res: Any, evaluated: list, engine: list, interp: list, plugin: list, totals: dict,
+            bogus_of: tuple, texts_wanted: bool = True) -> list:
+    """[(printed name, its values over the evaluated queries, which are printed or None for all)],
+    as the dict path fills its rows: NaN left out (no value) but interpolated precision's and
+    11pt_avg's, gm_map and gm_bpref as the log their summary averages, 11pt_avg summed from its last
+    level down, a -c query the run lacks as trec_eval leaves it (``bogus_of``: ({position: its
+    relevant docs}, -J); :func:`bogus_value`). ``totals`` gets each trec_eval measure's printed
+    values summed in query order from 0.0 (``np.cumsum`` adds them one by one, as trec_eval).
+    ``texts_wanted``: False leaves relstring's texts out (None: it is printed per query only)."""
+    import numpy as np
+
+    from .report import GEOMETRIC_OF, MIN_GEO_MEAN, family_of
+    at = np.asarray(evaluated, dtype=np.int64)
+    missing, judged_only = bogus_of
+    columns: list = []
+
+    def put(name: str, col: Any, nan_printed: bool = False, trec: bool = True) -> None:
+        values = [math.log(max(v, MIN_GEO_MEAN)) for v in col.tolist()] if name in GEOMETRIC_OF else col.tolist()
+        for k, n_rel in missing.items():
+            v = bogus_value(name, judged_only, n_rel)
+            values[k] = values[k] if v is None else v
+        kept = None if nan_printed or not np.isnan(col).any() else ~np.isnan(col)
+        columns.append((name, values, kept))
+        if trec:
+            printed = values if kept is None else [v for v, keep in zip(values, kept.tolist(), strict=True) if keep]
+            totals[name] = float(np.cumsum([0.0, *printed])[-1])  # from 0.0, as trec_eval: never -0.0
+    strings: dict = {}  # relstring: its chunks' values, in order
+    for n, m in engine:
+        if family_of(n) == "relstring":
+            strings.setdefault(n, []).append(res.values[m].values[at].tolist())
+        else:
+            put(n, res.values[m].values[at])
     averages: dict = {}
     for name, m, avg in interp:
-        if avg is None:
-            columns.append((name, res.values[m].values.tolist(), False, True))
+        if avg is None:  # iprec_at_recall's NaN is trec_eval's 0 / 0 (-J), printed
+            put(name, res.values[m].values[at], nan_printed=True)
         else:
-            averages.setdefault(avg, []).append(res.values[m].values.tolist())
-    values: dict = {}
-    for i in evaluated:
-        row = values[qids[i]] = {}
-        for name, col, geometric, nan_printed in columns:
-            if nan_printed or not math.isnan(col[i]):
-                row[name] = math.log(max(col[i], MIN_GEO_MEAN)) if geometric else col[i]
-        for avg, cols in averages.items():
-            total = 0.0
-            for col in reversed(cols):  # summed from the last level down, as trec_eval sums
-                total += col[i]
-            row[avg] = total / len(cols)
-        for name, col in plugin_columns:
-            if not math.isnan(col[i]):
-                row[name] = col[i]
-    return values
+            averages.setdefault(avg, []).append(res.values[m].values[at])
+    for avg, cols in averages.items():
+        total = np.zeros(len(at))
+        for col in reversed(cols):  # summed from the last level down, as trec_eval sums
+            total = total + col
+        put(avg, total / len(cols), nan_printed=True)  # printed whatever it is, as before
+    for name, cols in strings.items():
+        if not texts_wanted:
+            columns.append((name, [None] * len(at), None))
+            continue
+        texts = [relstring_value(list(chunks)) for chunks in zip(*cols, strict=True)]
+        for k in missing:
+            texts[k] = bogus_value(name, judged_only, 0) or texts[k]
+        columns.append((name, texts, None))
+    for name, m in plugin:
+        put(name, res.values[m].values[at], trec=False)
+    return columns
+
+
+def _rows(qids: list, columns: list) -> dict:
+    """{qid: {printed name: value}} from :func:`_values`' columns, each row's dict made at once (its
+    names in the columns' order, as filled one by one), the values not printed left out."""
+    names = [name for name, _, _ in columns]
+    rows = [dict(zip(names, row, strict=True)) for row in zip(*(v for _, v, _ in columns), strict=True)] \
+        if columns else [{} for _ in qids]
+    for name, _, kept in columns:
+        if kept is not None:
+            for row, keep in zip(rows, kept.tolist(), strict=True):
+                if not keep:
+                    del row[name]
+    return dict(zip(qids, rows, strict=True))
+
+
+def _present(columns: list) -> dict:
+    """The names :func:`_rows` would give, in the order they first appear in its rows (by the first
+    row that prints them, then column order)."""
+    import numpy as np
+    first = [(0 if kept is None else int(np.argmax(kept)), k, name) for k, (name, _, kept) in enumerate(columns)
+             if kept is None or kept.any()]
+    return dict.fromkeys(name for _, _, name in sorted(first))
+
+
+def relstring_value(chunks: list) -> str:
+    """relstring as trec_eval prints it (quoted), from its chunks' values."""
+    from ..measures.unjudged import relstring_text
+    return f"'{relstring_text(chunks)}'"
+
+
+def bogus(row: dict, judged_only: bool, n_rel: int) -> None:
+    """A qrels query missing from the run (-c), which the engine evaluates with an empty ranking,
+    as trec_eval 10.0 leaves it (:func:`bogus_value`), in place."""
+    for name in row:
+        v = bogus_value(name, judged_only, n_rel)
+        if v is not None:
+            row[name] = v
+
+
+def bogus_value(name: str, judged_only: bool, n_rel: int) -> float | str | None:
+    """What trec_eval 10.0 prints as ``name`` for a qrels query missing from the run (-c) where the
+    engine's empty ranking gives something else (None: the same): it evaluates the query on one
+    unjudged document (none with -J), then sets num_ret, utility, unj*, rbp_resid back to 0 and
+    relstring to empty, by their exact printed names (utility and relstring with parameters keep
+    the value of that document; ``n_rel``: the query's relevant docs)."""
+    from .interp import atof
+    from .report import family_of
+    if name in ("num_ret", "utility", "rbp_resid") or name.startswith("unj"):
+        return 0.0
+    if name == "relstring":
+        return "''"
+    if family_of(name) == "relstring" and not judged_only:
+        return "'-'" if int(atof(name[len("relstring_"):])) >= 1 else "''"
+    if family_of(name) == "utility" and not judged_only:
+        p1, p2, p3, p4 = (atof(x) for x in name[len("utility_"):].split(","))
+        return p1 * 0.0 + p2 * 1.0 + p3 * float(n_rel) + p4 * float(-1 - n_rel)
+    return None
