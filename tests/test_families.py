@@ -217,3 +217,12 @@ def test_an_unknown_variant_is_refused_by_name_not_computed_as_another(name):
         spec_of(_variant(name, "cubic"))
     with pytest.raises(Unsupported, match=f"the {name} family has no variant 'cubic'"):
         Evaluation([_variant(name, "cubic")], qrels=QRELS)
+
+
+@pytest.mark.parametrize("owner, measure", [("counts", ir_measures.P @ 5), ("precision", ir_measures.NumQ),
+                                            ("sets", ir_measures.AP)])
+def test_a_builtin_a_family_does_not_serve_is_refused_by_name_not_computed_as_another(owner, measure):
+    # a family picks the spec of a built-in from a table of the names it serves; before, counts took
+    # every name but NumQ and NumRel for NumRet, and sets every name but SetP for a KeyError
+    with pytest.raises(ValueError, match=rf"no built-in named '{measure.NAME}' here \(known: "):
+        family(owner).builtin_spec(measure)

@@ -230,6 +230,15 @@ def refuse(measure: Measure, why: str):
     raise ValueError(f"the ndcg_plugin engine does not compute {measure}: {why}")
 
 
+def by_name(table: dict, measure: Measure) -> Any:
+    """``table[measure.NAME]``: a family's entry for one of its built-ins, or a refusal naming the
+    built-in (a family dispatches on built-in names through such tables, never with an else)."""
+    try:
+        return table[measure.NAME]
+    except KeyError:
+        refuse(measure, f"no built-in named {measure.NAME!r} here (known: {', '.join(sorted(table))})")
+
+
 class Family:
     """One family of measures, and everything about it that is not shared machinery: the
     measures (``measures``, each a variant), the built-in ir-measures measures the engine computes

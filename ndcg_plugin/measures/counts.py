@@ -4,7 +4,7 @@ served as ir-measures' built-in ``NumQ``, ``NumRet``, ``NumRel`` and ``NumRet(re
 that is this family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_rel, mark_relevant, param, pick, refuse
+from .base import Family, Spec, builtin_rel, by_name, mark_relevant, param, pick, refuse
 
 
 def _np():
@@ -44,6 +44,25 @@ def num_rel(index, ranked, spec: Spec):
 _LOCAL = {"q": num_q, "ret": num_ret, "rel_ret": num_rel_ret, "rel": num_rel}
 
 
+def _num_q_spec(measure) -> Spec:
+    return Spec("counts", "q", None)
+
+
+def _num_rel_spec(measure) -> Spec:
+    return Spec("counts", "rel", None, rel=builtin_rel(measure))
+
+
+def _num_ret_spec(measure) -> Spec:
+    """``NumRet``: every doc returned; ``NumRet(rel=r)``: those labelled >= r (0: the judged ones)."""
+    rel = param(measure, "rel")
+    if rel is None:
+        return Spec("counts", "ret", None)
+    if isinstance(rel, bool) or not isinstance(rel, int) or rel < 0:
+        refuse(measure, f"rel must be an integer >= 0 (0: the judged docs returned, as trec_eval -J counts "
+                        f"num_ret), got {rel!r}")
+    return Spec("counts", "rel_ret", None, rel=rel)
+
+
 class CountsFamily(Family):
     """NumQ, NumRet, NumRet(rel=r) and NumRel: counts per query, summed over queries."""
     name = "counts"
@@ -64,17 +83,7 @@ class CountsFamily(Family):
 
     def builtin_spec(self, measure) -> Spec:
         """``NumQ``; ``NumRet`` (``NumRet(rel=r)``: the relevant ones); ``NumRel(rel=r)``."""
-        if measure.NAME == "NumQ":
-            return Spec(self.name, "q", None)
-        if measure.NAME == "NumRel":
-            return Spec(self.name, "rel", None, rel=builtin_rel(measure))
-        rel = param(measure, "rel")
-        if rel is None:
-            return Spec(self.name, "ret", None)
-        if isinstance(rel, bool) or not isinstance(rel, int) or rel < 0:
-            refuse(measure, f"rel must be an integer >= 0 (0: the judged docs returned, as trec_eval -J counts "
-                            f"num_ret), got {rel!r}")
-        return Spec(self.name, "rel_ret", None, rel=rel)
+        return by_name({"NumQ": _num_q_spec, "NumRel": _num_rel_spec, "NumRet": _num_ret_spec}, measure)(measure)
 
     def depth(self, spec: Spec) -> int | None:
         return 1  # no measure of the family reads an order: the least the engine ranks

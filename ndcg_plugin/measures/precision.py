@@ -5,7 +5,7 @@ this family's own is here: the local computation (the Spark engine runs it too),
 layout, the trec_eval counterparts and the docs rows."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, pick, refuse
+from .base import Family, Spec, builtin_common, builtin_rel, by_name, mark_relevant, pick, refuse
 
 
 def precision(index, ranked, spec: Spec):
@@ -57,7 +57,7 @@ class PrecisionFamily(Family):
     def builtin_spec(self, measure) -> Spec:
         """``P(rel=r, judged_only=j)@k``, ``R(...)@k`` (both need a cutoff), ``Rprec(...)`` (none)."""
         cutoff, judged_only = builtin_common(measure)
-        variant, needs_cutoff = _BUILTIN[measure.NAME]
+        variant, needs_cutoff = by_name(_BUILTIN, measure)
         if needs_cutoff and cutoff is None:
             refuse(measure, f"{measure.NAME} needs a cutoff, e.g. {measure.NAME}@10")
         return Spec(self.name, variant, cutoff, rel=builtin_rel(measure), judged_only=judged_only)

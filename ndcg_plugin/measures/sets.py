@@ -5,7 +5,7 @@
 family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, param, pick, refuse
+from .base import Family, Spec, builtin_common, builtin_rel, by_name, mark_relevant, param, pick, refuse
 
 
 def _counts(index, ranked, spec: Spec):
@@ -45,7 +45,7 @@ def _f(p, r, x: float):
 
 
 #: the variant each built-in is (SetP by its relative parameter)
-_BUILTIN = {"SetR": "R", "SetF": "F", "SetAP": "map"}
+_BUILTIN = {"SetP": "P", "SetR": "R", "SetF": "F", "SetAP": "map"}
 
 
 class SetFamily(Family):
@@ -70,8 +70,9 @@ class SetFamily(Family):
         beta = param(measure, "beta", 1.0)
         if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta >= 0:
             refuse(measure, f"beta must be a number >= 0, got {beta!r}")
-        variant = ("relative_P" if param(measure, "relative", False) else "P") if measure.NAME == "SetP" \
-            else _BUILTIN[measure.NAME]
+        variant = by_name(_BUILTIN, measure)
+        if variant == "P" and param(measure, "relative", False):
+            variant = "relative_P"
         return Spec(self.name, variant, None, rel=builtin_rel(measure), judged_only=judged_only, beta=float(beta))
 
     def depth(self, spec: Spec) -> int | None:
