@@ -190,7 +190,7 @@ def test_a_write_error_while_seeding_is_one_line_and_leaves_nothing(tmp_path, mo
 # --- fault injection: errors raised at random points of reading, parsing, evaluating, writing ----
 
 HARNESS = """
-import builtins, errno, os, sys
+import builtins, errno, os, runpy, sys
 point, nth, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 calls = [0]
 
@@ -207,27 +207,11 @@ def failing(fn):
         return fn(*a, **k)
     return wrapped
 
-class Reader:  # a file whose reads fail at the nth call (the file layer under the reader)
-    def __init__(self, f):
-        self._f = f
-    def read(self, *a):
-        hit()
-        return self._f.read(*a)
-    def readinto(self, b):
-        hit()
-        return self._f.readinto(b)
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-    def __enter__(self):
-        return self
-    def __exit__(self, *a):
-        self._f.close()
-    def __iter__(self):
-        return iter(self._f)
+Reader = runpy.run_path(READER_PATH)["Reader"]  # a file whose reads fail at the nth call
 
 if point == "read":
     real_open = builtins.open
-    builtins.open = lambda f, mode="r", *a, **k: (Reader(real_open(f, mode, *a, **k))
+    builtins.open = lambda f, mode="r", *a, **k: (Reader(real_open(f, mode, *a, **k), hit)
                                                   if "b" in mode and "r" in mode and str(f).endswith((".qrels", ".run"))
                                                   else real_open(f, mode, *a, **k))
 elif point == "parse":
@@ -248,6 +232,7 @@ sys.argv = ["ndcg-plugin"] + sys.argv[4:]
 from ndcg_plugin.cli.commands import run
 run()
 """
+HARNESS = HARNESS.replace("READER_PATH", repr(str(Path(__file__).with_name("fault_reader.py"))))
 
 FAULT_COMMANDS = [
     ["eval", QRELS, RUN, "NDCG_exp@10", "MRR_zero@10"],
@@ -289,23 +274,7 @@ real_open = builtins.open
 PATCHED = {"parse": [(columnar, "parse_block"), (lines, "parse_lines")],
            "evaluate": [(engine, "compute"), (engine, "compute_block")]}
 
-class Reader:  # a file whose reads fail at the nth call (the file layer under the reader)
-    def __init__(self, f, hit):
-        self._f, self._hit = f, hit
-    def read(self, *a):
-        self._hit()
-        return self._f.read(*a)
-    def readinto(self, b):
-        self._hit()
-        return self._f.readinto(b)
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-    def __enter__(self):
-        return self
-    def __exit__(self, *a):
-        self._f.close()
-    def __iter__(self):
-        return iter(self._f)
+Reader = runpy.run_path(READER_PATH)["Reader"]  # a file whose reads fail at the nth call
 
 def case(point, nth, kind, argv):
     calls = [0]
@@ -342,6 +311,7 @@ with os.fdopen(os.dup(1), "w") as results:
         results.write(json.dumps(case(point, nth, kind, argv)) + "\\n")
         results.flush()
 """
+FAULT_BATCH = FAULT_BATCH.replace("READER_PATH", repr(str(Path(__file__).with_name("fault_reader.py"))))
 
 
 def _inject_in_one_process(cases: list[tuple[str, int, str, list[str]]]) -> list[subprocess.CompletedProcess]:
