@@ -40,7 +40,6 @@ from ..arrays.block import Block
 from ..arrays.columns import query_pieces
 from ..errors import InputError
 from ..ranking.qrels_index import QrelsIndex
-from ..reading import concat
 from ..reading.ahead import read_ahead
 from ..reading.duplicates import resolve_duplicates
 from ..reading.formats import LAYOUTS
@@ -229,7 +228,7 @@ class _Qrels:
             return Block.of(Parsed.empty(LAYOUTS["qrels"]))
         if len(taken) == 1:
             return taken[0]
-        return Block.joined(taken, concat([b.rows for b in taken]))
+        return Block.joined(taken, Parsed.joined([b.rows for b in taken]))
 
     def drain(self) -> None:
         """Read the rest of the qrels for their errors only."""

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from .. import reading
 from ..arrays.block import Block
-from ..arrays.columns import from_numpy, join_chunks, to_numpy
+from ..arrays.columns import from_numpy, to_numpy
 from ..errors import InputError
 from ..ranking.qrels_index import QrelsIndex
 from ..reading.ahead import ReadAhead, RunFile
@@ -40,13 +40,6 @@ from . import block as engine
 
 class _Regrouped(Exception):
     """A query appeared again after it was completed."""
-
-
-def _concat(a: Parsed | None, b: Parsed) -> Parsed:
-    if a is None:
-        return b
-    return Parsed(b.layout, join_chunks([a.query_id, b.query_id]), join_chunks([a.doc_id, b.doc_id]),
-                  np.concatenate([a.value, b.value]), np.concatenate([a.line, b.line]))
 
 
 def _split(p: Parsed, at: int) -> tuple[Parsed, Parsed]:
@@ -76,7 +69,7 @@ def complete_queries(pieces: Iterable[Parsed]) -> Iterator[Parsed]:
         if len(piece) == 0:  # a run with no result line (only comments): no query to complete
             yield piece
             continue
-        merged = _concat(pending, piece)
+        merged = piece if pending is None else Parsed.joined([pending, piece])
         cut = _last_query_start(merged.query_id)
         if cut == 0:
             pending = merged

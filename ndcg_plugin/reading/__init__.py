@@ -76,14 +76,6 @@ def is_file_like(data: Any) -> bool:
     return is_path(data) or isinstance(data, (str, bytes, bytearray)) or hasattr(data, "read")
 
 
-def concat(pieces: list[Parsed]) -> Parsed:
-    """One :class:`Parsed` from parsed pieces of a file, in order (no pandas)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    return Parsed(pieces[0].layout, join_chunks([p.query_id for p in pieces]), join_chunks([p.doc_id for p in pieces]),
-                  np.concatenate([p.value for p in pieces]), np.concatenate([p.line for p in pieces]))
-
-
 def file_pieces(data: Any, kind: Kind, run_format: str = "auto", source: str | None = None, progress=None,
                 block_bytes: int = BLOCK_BYTES, columns: Mapping[str, str] | None = None) -> tuple[list[Parsed], str]:
     """(a file's parsed pieces, in order, before the duplicate policy; the source's name): text
@@ -106,7 +98,7 @@ def read_columns(data: Any, kind: Kind, *, run_format: str = "auto", source: str
     if not is_file_like(data):
         raise TypeError(f"read_columns reads files, streams and text; got {type(data).__name__} (use read())")
     pieces, src = file_pieces(data, kind, run_format, source, progress, columns=columns)
-    return resolve_duplicates(concat(pieces), kind, duplicates, src)
+    return resolve_duplicates(Parsed.joined(pieces), kind, duplicates, src)
 
 
 def to_table(pieces: list[Parsed], kind: Kind):

@@ -49,6 +49,17 @@ class Parsed:
         return Parsed(self.layout, self.query_id.slice(lo, hi - lo), self.doc_id.slice(lo, hi - lo), self.value[lo:hi],
                       None if self.line is None else self.line[lo:hi])
 
+    @staticmethod
+    def joined(pieces: list[Parsed]) -> Parsed:
+        """One piece from consecutive pieces of a file, in order (the strings' chunks are not
+        copied); line numbers only when every piece has them."""
+        if len(pieces) == 1:
+            return pieces[0]
+        from ..arrays.columns import join_chunks
+        lines = None if any(p.line is None for p in pieces) else np.concatenate([p.line for p in pieces])
+        return Parsed(pieces[0].layout, join_chunks([p.query_id for p in pieces]),
+                      join_chunks([p.doc_id for p in pieces]), np.concatenate([p.value for p in pieces]), lines)
+
     @classmethod
     def empty(cls, layout: Layout) -> Parsed:
         """No rows, in the reader's columns."""

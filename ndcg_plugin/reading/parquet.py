@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..arrays.columns import join_chunks, to_numpy
+from ..arrays.columns import to_numpy
 from ..errors import VALUE_COLUMN, ColumnsError, InputError
 from ..sizes import BLOCK_BYTES
 from .formats import Layout, column_names, error_at
@@ -276,14 +276,6 @@ def _parsed(batch: pa.RecordBatch, plan: _Plan, first_row: int, file_row: int) -
     return Parsed(LAYOUTS[plan.kind], qids, docs, values, line)
 
 
-def merge(pieces: list[Parsed]) -> Parsed:
-    """One piece from consecutive pieces (the strings' chunks are not copied)."""
-    if len(pieces) == 1:
-        return pieces[0]
-    return Parsed(pieces[0].layout, join_chunks([p.query_id for p in pieces]), join_chunks([p.doc_id for p in pieces]),
-                  np.concatenate([p.value for p in pieces]), np.concatenate([p.line for p in pieces]))
-
-
 def parquet_pieces(data: Any, kind: str, columns: Mapping[str, str] | None = None, source: str | None = None,
                    block_bytes: int = BLOCK_BYTES, progress: Callable[[int, int], None] | None = None
                    ) -> Iterator[Parsed]:
@@ -304,12 +296,12 @@ def parquet_pieces(data: Any, kind: str, columns: Mapping[str, str] | None = Non
             pending.append(_parsed(batch, plan, done, file_row))
             done += batch.num_rows
             if sum(len(p) for p in pending) >= rows:
-                yield merge(pending)
+                yield Parsed.joined(pending)
                 pending = []
                 if scale is not None:
                     progress(int(done * scale[0]), scale[1])
     if pending:
-        yield merge(pending)
+        yield Parsed.joined(pending)
     if scale is not None:
         progress(scale[1], scale[1])
 
