@@ -208,6 +208,17 @@ class _Qrels:
         return self.index().qid_values if indexed else qrels_queries(self.table())
 
 
+def _refuse_huge_cutoffs(measures: tuple) -> None:
+    """A ValueError naming a measure whose cutoff is past 2^63 - 1 (no provider computes it: the
+    engine's ranks are 64-bit, pytrec_eval's C longs)."""
+    from .measures.base import MAX_CUTOFF
+    for m in measures:
+        cutoff = getattr(m, "params", {}).get("cutoff")
+        if isinstance(cutoff, int) and cutoff > MAX_CUTOFF:
+            raise ValueError(f"{m}: the cutoff must be at most 2^63 - 1 = {MAX_CUTOFF} (a 64-bit integer), "
+                             f"got {cutoff}")
+
+
 class Evaluation:
     """Measures evaluated on one qrels, routed once when it is made (see the module docstring):
     :attr:`routes` names the provider of each measure. The qrels (a file, a table, or
@@ -218,6 +229,7 @@ class Evaluation:
     def __init__(self, measures: Iterable, *, qrels: Any, provider: NamedProvider | None = None,
                  options: ReadOptions | None = None):
         measures = tuple(dict.fromkeys(measures))
+        _refuse_huge_cutoffs(measures)
         if provider is not None:
             refused = [str(m) for m in measures if not provider.supports(m)]
             if refused:
