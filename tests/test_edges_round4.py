@@ -6,6 +6,7 @@ Where the case is about the command line, an end-to-end CLI process."""
 from __future__ import annotations
 
 import os
+import subprocess
 import tracemalloc
 
 import pytest
@@ -94,3 +95,84 @@ def test_a_cutoff_beyond_64_bits_from_python_is_a_value_error(tmp_path):
     import ir_measures
     with pytest.raises(ValueError, match="2\\^63 - 1"):
         ndcg_plugin.per_query(qrels, run, ir_measures.nDCG @ (2 ** 64))
+
+
+# -- items 3 and 15: the drop-in's odd options, read as trec_eval 10.0 reads them --------------------
+
+def _suite() -> str:
+    from tests.conftest import shared_file
+    return str(shared_file("trec_eval"))
+
+
+#: (arguments before QRELS RUN, trec_eval 10.0's stdout and status on qrels.test results.test)
+DROP_IN = [
+    # a cutoff past 32 bits: answered at once (the engine's tables are the rankings' size)
+    ("-m ndcg_cut.2147483648", "ndcg_cut_2147483648   \tall\t0.4021\n", 0),
+    # past 64 bits: atol saturates at LONG_MAX, and the name is longer than %-22s
+    ("-m ndcg_cut.99999999999999999999", "ndcg_cut_9223372036854775807\tall\t0.4021\n", 0),
+    # cutoffs atol reads as 0, or repeated: "Negative cutoff detected" / "duplicate cutoffs
+    # detected", "Cannot initialize measure 'P'", status 2
+    ("-m P.0", "", 2), ("-m ndcg_cut.0", "", 2), ("-m success.0", "", 2), ("-m P.5,abc,10", "", 2), ("-m P.5,5", "", 2),
+    # -l and -M by atol: -l abc is 0 (every judged document relevant), -M abc is 0 (no document)
+    ("-l 0 -m P.5 -m map", "map                   \tall\t0.1742\nP_5                   \tall\t1.0000\n", 0),
+    ("-l abc -m bpref", "bpref                 \tall\t0.2121\n", 0),
+    ("-M abc -m P.5 -m num_ret", "num_ret               \tall\t0\nP_5                   \tall\t0.0000\n", 0),
+    # an unknown measure: "trec_eval: illegal measure 'nosuch'", status 1, before any file is read
+    ("-m nosuch", "", 1),
+    # an unknown flag: trec_eval's usage on stderr, status 1
+    ("-x", "", 1),
+]
+
+
+@pytest.mark.parametrize("argv,stdout,status", DROP_IN, ids=[a for a, _, _ in DROP_IN])
+def test_the_drop_in_answers_odd_options_as_trec_eval_does(argv, stdout, status):
+    d = _suite()
+    proc = run_cli("trec_eval", *argv.split(), f"{d}/qrels.test", f"{d}/results.test")
+    assert (proc.returncode, proc.stdout) == (status, stdout), proc.stderr
+    if status:  # one line of ours on stderr, no traceback
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    if TREC_EVAL:
+        te = subprocess.run([TREC_EVAL, *argv.split(), f"{d}/qrels.test", f"{d}/results.test"], capture_output=True,
+                            text=True)
+        assert (te.returncode, te.stdout) == (status, stdout), te.stderr
+
+
+@pytest.mark.parametrize("argv", ["-l 0 -q -m all_trec", "-l 0 -q -c -J -m all_trec", "-l 0 -q -M 50 -m official",
+                                  "-M abc -q -m all_trec", "-l 00x -q -m ndcg -m P.5,10"])
+def test_level_0_and_atol_options_match_a_trec_eval_binary_line_for_line(argv):
+    """Every line trec_eval prints but those of the measures not computed (relstring, rbp,
+    rbp_resid, unj), on graded labels -1..4."""
+    if not TREC_EVAL:
+        pytest.skip("set NDCG_PLUGIN_TREC_EVAL to a trec_eval 10.0 binary to compare with it")
+    d = _suite()
+    run = "results.trunc" if "-c" in argv else "results.test"
+    files = [f"{d}/qrels.rel_level", f"{d}/{run}"]
+    te = subprocess.run([TREC_EVAL, *argv.split(), *files], capture_output=True, text=True)
+    skipped = ("relstring", "rbp", "rbp_resid", "unj_")
+    want = [ln for ln in te.stdout.splitlines(keepends=True) if not ln.split("\t")[0].strip().startswith(skipped)]
+    proc = run_cli("trec_eval", *argv.split(), *files)
+    assert proc.returncode == te.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines(keepends=True) == want
+
+
+def test_a_missing_file_is_status_2_on_stderr_as_trec_eval():
+    """trec_eval: "trec_eval.get_qrels: Cannot read qrels file 'nofile'" and "Quit in file", on
+    stderr, status 2 (not 1)."""
+    d = _suite()
+    for files in (["nofile", f"{d}/results.test"], [f"{d}/qrels.test", "nofile"]):
+        proc = run_cli("trec_eval", "-m", "P.5", *files)
+        assert proc.returncode == 2 and proc.stdout == "", proc
+        assert proc.stderr.count("\n") == 1 and "nofile" in proc.stderr
+
+
+def test_version_on_stderr_and_usage_errors_status_1_as_trec_eval(tmp_path):
+    """trec_eval -v: "trec_eval version 10.0-rc3" on stderr, status 0; one file, or an unknown
+    flag: its usage on stderr, status 1; a negative -M: trec_eval crashes (SIGSEGV), refused here."""
+    proc = run_cli("trec_eval", "-v")
+    assert (proc.returncode, proc.stdout) == (0, "") and proc.stderr.startswith("trec_eval version 10.0")
+    qrels, run = _files(tmp_path)
+    for argv, status in ((["-q", qrels], 1), (["--frobnicate", qrels, run], 1), (["-M", "-3", qrels, run], 2),
+                         (["-l", "-1", qrels, run], 2)):
+        proc = run_cli("trec_eval", *argv)
+        assert (proc.returncode, proc.stdout) == (status, ""), proc
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
