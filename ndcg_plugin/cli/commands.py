@@ -24,7 +24,7 @@ from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
-from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
+from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, say
 
 
 def _read(data, kind: str, **options):
@@ -360,6 +360,18 @@ def build_parser():
     return cli_parser.build_parser()
 
 
+def _parse_args(argv: Sequence[str] | None):
+    """The arguments (:mod:`ndcg_plugin.cli.parser`), read with standard output checked: ``--help``
+    and ``--version`` print their text before their SystemExit(0), flushed here, so that a text
+    that cannot be written is an OutputError, never an exit 0 having lost it."""
+    try:
+        return cli_parser.parse_args(argv)
+    except SystemExit as e:
+        if not e.code:
+            sys.stdout.flush()
+        raise
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage, an
     output that cannot be written or memory exhausted (one line on stderr, no traceback), 130
@@ -369,13 +381,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # them, and eval parses the run on the other cores meanwhile. Set before numpy is imported
     # (nothing above imports it); the user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = cli_parser.parse_args(argv)
-    if sys.stdout is None:
-        say("error: standard output is closed: nothing could be written")
-        return 2
     original_format, original_stdout = warnings.formatwarning, sys.stdout
-    sys.stdout = CheckedOutput(original_stdout)
+    sys.stdout = CheckedOutput(original_stdout) if original_stdout is not None else ClosedOutput()
     try:
+        args = _parse_args(argv)
+        if original_stdout is None:
+            say("error: standard output is closed: nothing could be written")
+            return 2
         with warnings.catch_warnings():
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {msg}\n"
             code = HANDLERS[args.handler](args)

@@ -60,6 +60,17 @@ class CheckedOutput:
         return getattr(self.stream, name)
 
 
+class ClosedOutput:
+    """Standard output when it is closed (``>&-``: Python has no ``sys.stdout`` then): a write is an
+    OutputError, not a text lost in silence."""
+
+    def write(self, text: str) -> int:
+        raise OutputError("standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+
 def say(message: str) -> None:
     """One line on standard error, if there is a standard error."""
     if sys.stderr is not None:

@@ -100,7 +100,8 @@ def parse(argv: Sequence[str]) -> Options:
             raise SystemExit(0)
         if flag in ("-v", "--version"):
             from ..version import __version__
-            print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})", file=sys.stderr)  # as trec_eval
+            if sys.stderr is not None:  # as trec_eval prints it (print to None would write on stdout)
+                print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})", file=sys.stderr)
             raise SystemExit(0)
         if flag in SWITCHES:
             name, setting = SWITCHES[flag]

@@ -38,11 +38,20 @@ def source_name(data: Any, default: str) -> str:
     return getattr(data, "name", None) if isinstance(getattr(data, "name", None), str) else default
 
 
+def standard_input() -> BinaryIO:
+    """Standard input's binary stream; an InputError when it is closed (``<&-``: Python has no
+    ``sys.stdin`` then)."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    if stdin is None:
+        raise InputError("<stdin>", None, "standard input is closed: nothing to read (give a file instead of -)")
+    return stdin
+
+
 def _open(data: Any, source: str) -> tuple[BinaryIO, int]:
     """A binary stream of the raw content and its size in bytes (0 when unknown)."""
     if is_path(data):
         if str(data) == "-":
-            return sys.stdin.buffer, 0
+            return standard_input(), 0
         try:
             f = open(data, "rb")  # noqa: SIM115 - closed by blocks()
         except FileNotFoundError:
@@ -223,7 +232,7 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
         if pending:
             yield Chunk(pending)
     finally:
-        if raw is not sys.stdin.buffer and hasattr(raw, "close") and is_path(data):
+        if raw is not getattr(sys.stdin, "buffer", None) and hasattr(raw, "close") and is_path(data):
             raw.close()
 
 

@@ -259,7 +259,8 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     report = _streamed(o, p, engine, plugin) if use_engine else None
     if report is not None:
         return report
-    run_data = sys.stdin.buffer.read() if o.run == "-" else o.run
+    from ..reading.sources import standard_input
+    run_data = standard_input().read() if o.run == "-" else o.run
     qrels_table = reading.read(o.qrels, "qrels")
     run_table = reading.read(run_data, "run", source=o.run, run_format="trec", queries=qrels_queries(qrels_table))
     qrels, run = _dicts(qrels_table, "relevance"), _dicts(run_table, "score")
