@@ -219,3 +219,51 @@ def test_files_are_read_when_standard_input_is_closed(tmp_path):
     # P@1: q1's top document (d1 or d2 tied at 3.0: trec_eval's order, doc id descending, puts d2
     # first, label 0), q2's d4 or d5 tied at 1.0: d5 first, unjudged; q3 not in the run: 0 / 2
     assert (proc.returncode, proc.stdout) == (0, "P@1\t0.0000\n"), proc.stderr
+
+
+# -- item 7f: Ctrl-C while the command imports --------------------------------------------------------
+
+def _mapped(pid: int, name: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return name in f.read()
+    except OSError:
+        return True  # the process has ended: nothing more to wait for
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc to see the imports begin")
+@pytest.mark.parametrize("command", ["eval", "trec_eval"])
+def test_ctrl_c_during_the_imports_is_one_line_and_130(command, tmp_path):
+    """A SIGINT in the first 0.1-0.5 s was a KeyboardInterrupt traceback (40 of 100 under load), an
+    ImportError with exit 1, or swallowed (exit 0). Each SIGINT here comes at a random moment once
+    ``import ndcg_plugin`` has begun (its imports map _decimal's library, after the package's first
+    import, which installs the handler; before that the interpreter's own start-up, site and
+    runpy, is not the command's): one line, status 130. CPython itself exits by SIGINT (status -2
+    here, 130 to a shell) when the interrupt passed through some C code on its way to the handler
+    (Py_RunMain's unhandled-interrupt flag): both are the command's Ctrl-C."""
+    import random
+    import signal
+    import time
+    qrels, run = _files(tmp_path)
+    argv = ["eval", qrels, run, "-m", "P@5", "nDCG@10"] if command == "eval" else ["trec_eval", "-c", qrels, run]
+    rng = random.Random(42)
+    for _ in range(12):
+        proc = subprocess.Popen([sys.executable, "-m", "ndcg_plugin", *argv], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        start = time.monotonic()
+        while not _mapped(proc.pid, "_decimal") and time.monotonic() - start < 30:
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if proc.returncode == 0 and err == "":
+            continue  # the command had finished before the signal
+        assert proc.returncode in (130, -signal.SIGINT) and err == "ndcg-plugin: interrupted\n", (proc.returncode, err)
+
+
+def test_a_program_that_imports_the_package_keeps_its_own_ctrl_c(tmp_path):
+    """Only the command installs its handler: ``import ndcg_plugin`` in a program (or in ``python
+    -c``) leaves Python's KeyboardInterrupt alone."""
+    code = "import signal, ndcg_plugin; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "True\n", proc.stderr

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import ir_measures
 
+from .. import _start
 from ..errors import DatasetError, InputError, UsageError
 from ..evaluation import DatasetQrels, Evaluation, ReadOptions, qrels_queries
 from ..formatting import SUMMARY_QID, EvalWriter
@@ -361,9 +362,8 @@ def build_parser():
 
 
 def _parse_args(argv: Sequence[str] | None):
-    """The arguments (:mod:`ndcg_plugin.cli.parser`), read with standard output checked: ``--help``
-    and ``--version`` print their text before their SystemExit(0), flushed here, so that a text
-    that cannot be written is an OutputError, never an exit 0 having lost it."""
+    """The arguments (:mod:`ndcg_plugin.cli.parser`); the text of ``--help`` and ``--version`` flushed
+    before their SystemExit(0): one that cannot be written is an OutputError, not an exit 0."""
     try:
         return cli_parser.parse_args(argv)
     except SystemExit as e:
@@ -436,11 +436,7 @@ def run() -> None:
     # every warning shown, once per place; set here, not in main(), so that a program or a test
     # calling main() keeps its own warning filters
     warnings.simplefilter("default")
-    try:
-        code = main()
-    except KeyboardInterrupt:  # before main's own handling (while the arguments are read)
-        say("interrupted")
-        code = 130
+    code = _start.run_command(main, say)  # Ctrl-C: 130 and one line, also before main's own handling
     gc.freeze()
     sys.exit(code)
 
