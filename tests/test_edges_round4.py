@@ -267,3 +267,44 @@ def test_a_program_that_imports_the_package_keeps_its_own_ctrl_c(tmp_path):
     code = "import signal, ndcg_plugin; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout == "True\n", proc.stderr
+
+
+# -- item 4: a thread that cannot be started ------------------------------------------------------
+
+@pytest.mark.skipif(sys.platform != "linux", reason="address-space limits as Linux applies them")
+@pytest.mark.parametrize("command", ["eval", "trec_eval"])
+def test_a_thread_that_cannot_start_is_the_out_of_memory_line(command, tmp_path):
+    """``ulimit -s 1000000; ulimit -v 900000``: each thread's stack (1 GB) cannot fit in the address
+    space, so the read-ahead thread (or Arrow's, or the side-by-side pool's) cannot start: it was a
+    ``RuntimeError: can't start new thread`` traceback, exit 1. trec_eval has no threads."""
+    import resource
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_STACK, (1_000_000 * 1024, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (900_000 * 1024, 900_000 * 1024))
+    qrels, run = _files(tmp_path)
+    argv = ["eval", qrels, run, "-m", "nDCG@10", "P@5"] if command == "eval" else ["trec_eval", "-c", qrels, run]
+    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", *argv], capture_output=True, text=True,
+                          preexec_fn=limits, timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("every thread started under these limits here (a system whose stacks are not reserved whole)")
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert proc.stderr.count("\n") == 1 and "out of memory" in proc.stderr, proc.stderr
+
+
+def test_a_thread_refused_by_python_is_the_out_of_memory_line(tmp_path, monkeypatch):
+    """The same, in this process: Python's own RuntimeError from Thread.start."""
+    import threading
+
+    from tests.helpers import run_main
+
+    def refuse(self) -> None:
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    qrels, run = _files(tmp_path)
+    done = run_main("eval", qrels, run, "-m", "nDCG@10")
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and "out of memory" in done.stderr, done.stderr
+    monkeypatch.undo()
+    done = run_main("eval", qrels, run, "-m", "nDCG@10")  # any other RuntimeError stays a bug, not a message
+    assert done.returncode == 0

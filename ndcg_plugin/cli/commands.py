@@ -25,6 +25,7 @@ from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
+from . import terminal
 from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, say
 
 
@@ -404,7 +405,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted")
         return 130
-    except MemoryError:
+    except (MemoryError, RuntimeError, ImportError) as e:  # also a thread or a library without memory to start
+        if not isinstance(e, MemoryError) and not terminal.out_of_memory(e):
+            raise
         say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
              "DataFrame, or for other providers' measures is read whole)")
     finally:
@@ -432,7 +435,8 @@ def run() -> None:
     written, a few percent of a 7M-line eval. They are still released by reference counting;
     atexit handlers and the flush of standard streams run as usual."""
     sys.setswitchinterval(SWITCH_INTERVAL)
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    if os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system") == "system":  # jemalloc unused: no idle thread
+        os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")  # (nor its line when none starts)
     # every warning shown, once per place; set here, not in main(), so that a program or a test
     # calling main() keeps its own warning filters
     warnings.simplefilter("default")
