@@ -308,3 +308,29 @@ def test_a_thread_refused_by_python_is_the_out_of_memory_line(tmp_path, monkeypa
     monkeypatch.undo()
     done = run_main("eval", qrels, run, "-m", "nDCG@10")  # any other RuntimeError stays a bug, not a message
     assert done.returncode == 0
+
+
+# -- item 7c: two byte order marks, two warnings, one order ---------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("argv", [["eval", "{q}", "{r}", "-m", "nDCG@10"], ["eval", "--block-size", "0", "{q}", "{r}",
+                                                                          "-m", "nDCG@10"],
+                                  ["trec_eval", "-c", "{q}", "{r}"]], ids=["streamed", "whole", "drop-in"])
+def test_two_bom_warnings_come_in_one_order(argv, tmp_path):
+    """The run is parsed on a thread ahead of the qrels (streamed): its warning came first in 1-5
+    of 200 runs. Now a thread that reads ahead holds its warnings until its block is used, so the
+    qrels' warning (read first) always comes first; and the qrels read twice (the drop-in's side by
+    side peeks at their first ids) warn once. trec_eval keeps a byte order mark as id bytes."""
+    q, r = tmp_path / "qrels", tmp_path / "run"
+    q.write_bytes(BOM + QRELS.encode())
+    r.write_bytes(BOM + RUN.encode())
+    args = [a.format(q=q, r=r) for a in argv]
+    want = [f"ndcg-plugin: warning: {q} starts with a UTF-8 byte order mark",
+            f"ndcg-plugin: warning: {r} starts with a UTF-8 byte order mark"]
+    for _ in range(15):
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert len(proc.stderr.splitlines()) == 2, proc.stderr
+        assert [ln[:len(w)] for ln, w in zip(proc.stderr.splitlines(), want, strict=True)] == want, proc.stderr

@@ -9,6 +9,7 @@ import gzip
 import io
 import os
 import sys
+import threading
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -36,6 +37,32 @@ def source_name(data: Any, default: str) -> str:
     if is_path(data):
         return "<stdin>" if str(data) == "-" else str(data)
     return getattr(data, "name", None) if isinstance(getattr(data, "name", None), str) else default
+
+
+#: the warnings of a thread that reads ahead of its consumer (:class:`~ndcg_plugin.reading.ahead.ReadAhead`),
+#: held for the consumer to show when it takes the block they came with: two files read at once (the
+#: qrels here, the run ahead) then warn in one order, the order in which they are used
+_held = threading.local()
+
+
+_REGISTRY: dict = {}
+
+
+def warn(message: str) -> None:
+    """A RuntimeWarning about an input; on a thread that reads ahead (:func:`hold_warnings`), held
+    for its consumer. Its place is this function's, so that under the ``default`` filter a file
+    read twice (the side by side peeks at the qrels' first ids) warns once."""
+    held = getattr(_held, "messages", None)
+    if held is None:
+        warnings.warn_explicit(message, RuntimeWarning, __file__, 0, module=__name__, registry=_REGISTRY)
+    else:
+        held.append(message)
+
+
+def hold_warnings() -> list[str]:
+    """From now on, this thread's :func:`warn` messages are appended to the list returned."""
+    _held.messages = []
+    return _held.messages
 
 
 def standard_input() -> BinaryIO:
@@ -353,8 +380,8 @@ def _held_blank(chunk: Chunk, source: str, at: _Reading) -> bool:
         at.file_start = False
         return True
     at.bom_blank = False
-    warnings.warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as part "
-                  f"of the first query id, which then matches no query)", RuntimeWarning, stacklevel=4)
+    warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as part of the "
+         f"first query id, which then matches no query)")
     if at.blank_line is not None:
         raise lines.blank_qrels_line(source, at.blank_line)
     return False
@@ -396,6 +423,6 @@ def _end_of_file(source: str, at: _Reading):
         raise InputError(source, at.comments.line, "the qrels file ends with a comment line, on which trec_eval 10.0 "
                          "crashes (it reads past the line); remove it, or put a judgment after it")
     if at.kind == "run" and at.any_bytes and not at.any_rows:
-        warnings.warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
-                      f"as trec_eval -c scores them", RuntimeWarning, stacklevel=3)
+        warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
+             f"as trec_eval -c scores them")
         yield lines.Parsed.empty(LAYOUTS["msmarco" if at.run_format == "msmarco" else "trec"])
