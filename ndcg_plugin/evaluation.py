@@ -192,9 +192,9 @@ class _Qrels:
         from . import reading
         if isinstance(self.given, DatasetQrels):
             return self.given.load()
-        if not reading.is_file_like(self.given):
+        if not reading.is_file_like(self.given) and _read_already(self.given):
             return self.given
-        read = reading.read if self.frame else reading.read_columns
+        read = reading.read if self.frame or not reading.is_file_like(self.given) else reading.read_columns
         return read(self.given, "qrels", duplicates=self.options.duplicates, columns=self.options.qrels_columns)
 
     def index(self) -> QrelsIndex:
@@ -206,6 +206,15 @@ class _Qrels:
     def queries(self, indexed: bool) -> Any:
         """The distinct query ids: the index's when the engine computes some measure (``indexed``)."""
         return self.index().qid_values if indexed else qrels_queries(self.table())
+
+
+def _read_already(table: Any) -> bool:
+    """Whether ``table`` is qrels as :func:`ndcg_plugin.read` gives them (its four columns: checked
+    then), or the reader's own columns; any other in-memory qrels (a user's DataFrame, a dict) are
+    read, as the provider reads them: a label they cannot hold is refused, not wrapped round."""
+    columns = getattr(table, "columns", None)
+    return hasattr(table, "layout") or (columns is not None and list(columns) == ["query_id", "doc_id",
+                                                                                    "relevance", "line"])
 
 
 def _refuse_huge_cutoffs(measures: tuple) -> None:

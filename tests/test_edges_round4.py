@@ -334,3 +334,51 @@ def test_two_bom_warnings_come_in_one_order(argv, tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert len(proc.stderr.splitlines()) == 2, proc.stderr
         assert [ln[:len(w)] for ln, w in zip(proc.stderr.splitlines(), want, strict=True)] == want, proc.stderr
+
+
+# -- item 7l: labels of 64 bits and more from Python -----------------------------------------------
+
+def _frame(labels) -> object:
+    import pandas as pd
+    return pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "relevance": labels})
+
+
+@pytest.mark.parametrize("labels", [
+    pytest.param(lambda np: np.array([0, 2 ** 63], dtype=object), id="object 2^63"),
+    pytest.param(lambda np: np.array([0, 2 ** 64 + 5], dtype=object), id="object 2^64+5"),
+    pytest.param(lambda np: np.array([0, -(2 ** 63) - 1], dtype=object), id="object -2^63-1"),
+    pytest.param(lambda np: np.array([0, 2 ** 63], dtype=np.uint64), id="uint64 2^63"),
+    pytest.param(lambda np: np.array([0.0, 1e19]), id="float 1e19"),
+    pytest.param(lambda np: {"q1": {"d1": 0, "d2": 2 ** 63}}, id="dict 2^63"),
+])
+def test_a_label_past_64_bits_is_refused_naming_its_row(labels):
+    """They became negative labels (numpy's RuntimeWarning only: NDCG_lin@2 0.0 where d2, ranked
+    second and the only relevant document, gives 1 / log2(3) = 0.6309 with any positive label).
+    The text reader refuses such a label ("out of the 64-bit integer range"); trec_eval reads a
+    label with atol, which saturates it at LONG_MAX."""
+    import warnings
+
+    import numpy as np
+    data = labels(np)
+    qrels = data if isinstance(data, dict) else _frame(data)
+    run = "q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's cast warning is a failure here
+        with pytest.raises(ndcg_plugin.InputError, match=r":1: relevance must be an integer in the 64-bit range"):
+            ndcg_plugin.read(qrels, "qrels")
+        with pytest.raises(ndcg_plugin.InputError, match=r":1: relevance must be an integer in the 64-bit range"):
+            ndcg_plugin.per_query(qrels, run, "NDCG_lin@2")
+
+
+def test_labels_up_to_the_64_bit_bounds_are_kept_exactly():
+    """2^63 - 1 and -2^63 are labels (the text reader takes them); 2^53 + 1 as a Python int stays
+    itself (a float would make it 2^53)."""
+    import numpy as np
+    for value in (2 ** 63 - 1, -(2 ** 63), 2 ** 53 + 1):
+        got = ndcg_plugin.read(_frame(np.array([0, value], dtype=object)), "qrels")["relevance"].tolist()
+        assert got == [0, value]
+        assert ndcg_plugin.read({"q1": {"d1": 0, "d2": value}}, "qrels")["relevance"].tolist() == [0, value]
+    run = "q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n"
+    # NDCG_lin: gain = label; d2 (label 3) ranked second: DCG = 3 / log2(3), the ideal 3 / log2(2) = 3
+    got = ndcg_plugin.per_query(_frame(np.array([0, 3], dtype=object)), run, "NDCG_lin@2")
+    assert got.iloc[0, 0] == pytest.approx(1 / np.log2(3))
