@@ -382,3 +382,26 @@ def test_labels_up_to_the_64_bit_bounds_are_kept_exactly():
     # NDCG_lin: gain = label; d2 (label 3) ranked second: DCG = 3 / log2(3), the ideal 3 / log2(2) = 3
     got = ndcg_plugin.per_query(_frame(np.array([0, 3], dtype=object)), run, "NDCG_lin@2")
     assert got.iloc[0, 0] == pytest.approx(1 / np.log2(3))
+
+
+# -- item 7d: a repeated pair in a run query the qrels lack: one rule ------------------------------
+
+def test_a_repeated_pair_in_a_query_the_qrels_lack_one_rule(tmp_path):
+    """trec_eval 10.0 accepts the run (q9 is never evaluated): q1's P_5 is 0.2000. The command line,
+    per_query and the provider evaluate against the qrels and accept it; read() applies the rule to
+    the queries it is given (queries=), and without them to every query (docs/input-handling.md)."""
+    import ir_measures
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 d1 1 2.0 r\nq9 Q0 d5 1 2.0 r\nq9 Q0 d5 2 1.0 r\n")
+    qrels, run = str(tmp_path / "qrels"), str(tmp_path / "run")
+    proc = run_cli("eval", qrels, run, "-m", "P@5")
+    assert (proc.returncode, proc.stdout) == (0, "P@5\t0.2000\n"), proc.stderr
+    proc = run_cli("trec_eval", "-m", "P.5", qrels, run)
+    assert (proc.returncode, proc.stdout) == (0, "P_5                   \tall\t0.2000\n"), proc.stderr
+    assert ndcg_plugin.per_query(qrels, run, "P@5").loc["q1"].iloc[0] == 0.2
+    table = ndcg_plugin.read(run, "run", queries=ndcg_plugin.read(qrels, "qrels")["query_id"])
+    assert len(table) == 3  # every line kept; q9's pair is never looked at
+    assert ir_measures.calc_aggregate([ir_measures.P @ 5], ndcg_plugin.read(qrels, "qrels"), table)[
+        ir_measures.P @ 5] == 0.2
+    with pytest.raises(ndcg_plugin.InputError, match=r":3: duplicate \(query_id, doc_id\) = \('q9', 'd5'\)"):
+        ndcg_plugin.read(run, "run")  # no qrels: q9 could be evaluated
