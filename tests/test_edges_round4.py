@@ -405,3 +405,28 @@ def test_a_repeated_pair_in_a_query_the_qrels_lack_one_rule(tmp_path):
         ir_measures.P @ 5] == 0.2
     with pytest.raises(ndcg_plugin.InputError, match=r":3: duplicate \(query_id, doc_id\) = \('q9', 'd5'\)"):
         ndcg_plugin.read(run, "run")  # no qrels: q9 could be evaluated
+
+
+# -- item 7h: a directory as QRELS or RUN, in the drop-in too -----------------------------------------
+
+@pytest.mark.parametrize("content", ["text", "empty", "fifo"])
+@pytest.mark.parametrize("position", ["qrels", "run"])
+def test_a_directory_given_to_the_drop_in_is_one_line_naming_it(content, position, tmp_path):
+    """trec_eval 10.0: "trec_eval.get_results: Cannot read results file 'DIR'" (or get_qrels'),
+    status 2. The drop-in said a directory of text runs "is Parquet"; now, as eval: the directory
+    and the reason named, nothing in it but regular files opened (a FIFO would block), status 2.
+    (eval's cases: tests/test_input_edges.py.)"""
+    qrels, run = _files(tmp_path)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    if content == "text":
+        (folder / "a.trec").write_text(RUN)
+    elif content == "fifo":
+        os.mkfifo(folder / "f")
+    argv = [str(folder), run] if position == "qrels" else [qrels, str(folder)]
+    for flags in ([], ["-M", "5"]):  # the streamed path and the dict path
+        proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "trec_eval", "-c", *flags, *argv],
+                              capture_output=True, text=True, timeout=60)
+        assert (proc.returncode, proc.stdout) == (2, ""), proc
+        assert proc.stderr.count("\n") == 1 and f"{folder}:" in proc.stderr and "Parquet" in proc.stderr
+        assert "is Parquet, read by its columns" not in proc.stderr, proc.stderr

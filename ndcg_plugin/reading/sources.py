@@ -24,7 +24,7 @@ from ..sizes import BLOCK_BYTES
 from . import columnar, lines
 from .formats import BOM, LAYOUTS, Layout, column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
-from .parquet import check_run_format, is_parquet, parquet_pieces
+from .parquet import check_run_format, files_of, is_parquet, parquet_pieces
 
 Progress = Callable[[int, int], None]
 
@@ -301,6 +301,8 @@ def pieces(data: Any, kind: str, source: str, run_format: str = "auto", block_by
     (:func:`.parquet.parquet_pieces`, rows numbered from 0). ``columns``: the names of a Parquet
     file's columns (see :func:`.formats.column_names`)."""
     if is_parquet(data):  # pyarrow.parquet is imported only there
+        if run_format != "auto" and is_path(data) and os.path.isdir(data):
+            files_of(os.fspath(data), source)  # a directory of other files is refused as such, not as Parquet
         check_run_format(run_format, source)
         column_names(kind, columns)  # a bad mapping is refused at once, not where the pieces are read
         return parquet_pieces(data, kind, columns, source, block_bytes, progress)
