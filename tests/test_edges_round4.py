@@ -430,3 +430,27 @@ def test_a_directory_given_to_the_drop_in_is_one_line_naming_it(content, positio
         assert (proc.returncode, proc.stdout) == (2, ""), proc
         assert proc.stderr.count("\n") == 1 and f"{folder}:" in proc.stderr and "Parquet" in proc.stderr
         assert "is Parquet, read by its columns" not in proc.stderr, proc.stderr
+
+
+def test_a_read_ahead_thread_that_dies_is_an_error_not_a_wait_for_ever(monkeypatch):
+    """Under ``ulimit -v`` the worker can fail even to hand over its exception (a MemoryError in
+    the queue's own put): the consumer then waited for ever on an empty queue."""
+    import threading
+
+    from ndcg_plugin.reading.ahead import ReadAhead
+
+    def no_memory(self, entry) -> bool:
+        raise MemoryError
+    monkeypatch.setattr(ReadAhead, "_put", no_memory)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the worker's own death, expected
+    got: list = []
+
+    def consume() -> None:
+        try:
+            list(ReadAhead(iter([1, 2])))
+        except MemoryError as e:
+            got.append(e)
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    consumer.join(10)
+    assert not consumer.is_alive() and len(got) == 1

@@ -65,7 +65,7 @@ class ReadAhead:
     def __next__(self):
         if self._done:
             raise StopIteration
-        item, error, messages = self._slots.get()
+        item, error, messages = self._get()
         for message in messages:  # in the consumer's thread, in the order of the items
             sources.warn(message)
         if item is self._END:
@@ -74,6 +74,16 @@ class ReadAhead:
                 raise error
             raise StopIteration
         return item
+
+    def _get(self) -> tuple:
+        """The next entry; a MemoryError when the worker ended without handing one over (it could
+        not even put its exception: memory ran out on its thread), never a wait for ever."""
+        while True:
+            try:
+                return self._slots.get(timeout=0.1)
+            except queue.Empty:
+                if not self._worker.is_alive() and self._slots.empty():
+                    raise MemoryError("the read-ahead thread ended without its next block") from None
 
     def close(self) -> None:
         self._done = True
