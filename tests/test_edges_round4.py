@@ -454,3 +454,14 @@ def test_a_read_ahead_thread_that_dies_is_an_error_not_a_wait_for_ever(monkeypat
     consumer.start()
     consumer.join(10)
     assert not consumer.is_alive() and len(got) == 1
+
+
+def test_cutoffs_2_to_the_31_apart_are_sorted_numerically():
+    """trec_eval 10.0 sorts cutoffs with ``return *a - *b`` cut to an int: for 5 and LONG_MAX it
+    prints ``P_9223372036854775807`` first and ``P_5  all  8.7333`` (a precision above 1). The
+    drop-in sorts them numerically: P_5 is what ``trec_eval -m P.5`` prints on the suite
+    (0.2667), and P at LONG_MAX is 0.0000 (at most 500 relevant retrieved / 2^63)."""
+    d = _suite()
+    proc = run_cli("trec_eval", "-m", "P.5,9223372036854775807", f"{d}/qrels.test", f"{d}/results.test")
+    assert (proc.returncode, proc.stdout) == (0, "P_5                   \tall\t0.2667\n"
+                                                 "P_9223372036854775807 \tall\t0.0000\n"), proc.stderr
