@@ -7,7 +7,7 @@ lets the provider serve the built-ins it computes (nDCG, RR, Success) too.
 """
 from __future__ import annotations
 
-from . import _start  # noqa: F401 - first: Ctrl-C while the command imports the rest (see _start)
+from . import interrupts  # noqa: F401 - first: Ctrl-C while the command imports the rest (see there)
 from . import measures as _measures
 from . import provider as _provider
 from .errors import InputError

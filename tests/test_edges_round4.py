@@ -238,9 +238,10 @@ def test_ctrl_c_during_the_imports_is_one_line_and_130(command, tmp_path):
     ImportError with exit 1, or swallowed (exit 0). Each SIGINT here comes at a random moment once
     ``import ndcg_plugin`` has begun (its imports map _decimal's library, after the package's first
     import, which installs the handler; before that the interpreter's own start-up, site and
-    runpy, is not the command's): one line, status 130. CPython itself exits by SIGINT (status -2
-    here, 130 to a shell) when the interrupt passed through some C code on its way to the handler
-    (Py_RunMain's unhandled-interrupt flag): both are the command's Ctrl-C."""
+    runpy, is not the command's): one line, status 130. During the imports the process ends by
+    SIGINT's own default action, as trec_eval (a C program) does: status -2 here, 130 to a shell;
+    CPython also ends so when an interrupt passed through some C code on its way to the command's
+    handler (Py_RunMain's unhandled-interrupt flag). Both are the command's Ctrl-C."""
     import random
     import signal
     import time

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import ir_measures
 
-from .. import _start
+from .. import interrupts
 from ..errors import DatasetError, InputError, UsageError
 from ..evaluation import DatasetQrels, Evaluation, ReadOptions, qrels_queries
 from ..formatting import SUMMARY_QID, EvalWriter
@@ -440,7 +440,7 @@ def run() -> None:
     # every warning shown, once per place; set here, not in main(), so that a program or a test
     # calling main() keeps its own warning filters
     warnings.simplefilter("default")
-    code = _start.run_command(main, say)  # Ctrl-C: 130 and one line, also before main's own handling
+    code = interrupts.run_command(main, say)  # Ctrl-C: 130 and one line, also before main's own handling
     gc.freeze()
     sys.exit(code)
 

@@ -2,8 +2,8 @@
 on a loaded machine) before any of the command's code, and a KeyboardInterrupt raised inside
 those imports came out as a traceback, an ImportError (exit 1), or was swallowed by a library's
 own ``try`` (exit 0). When this process is the command (``ndcg-plugin`` or ``python -m
-ndcg_plugin``), the package's first import of its own installs :func:`interrupted`: one line and exit
-130 at once, whatever is being imported. :func:`ndcg_plugin.cli.commands.run` puts a
+ndcg_plugin``), the package's first import of its own installs :func:`interrupted`: one line and
+status 130 at once, whatever is being imported. :func:`ndcg_plugin.cli.commands.run` puts a
 KeyboardInterrupt back (:func:`handle_interrupts`) when the command's code begins, where it is
 caught, and ends with 130 whenever SIGINT came (:data:`received`). A program
 that imports the package is left alone."""
@@ -18,12 +18,15 @@ MESSAGE = b"ndcg-plugin: interrupted\n"
 
 
 def interrupted(signum: int, frame: object) -> None:
-    """One line on stderr, then exit 130 (128 + SIGINT) at once: nothing half-imported runs on."""
+    """One line on stderr, then the end of the process at once by SIGINT's default action, as a C
+    program (trec_eval) ends on Ctrl-C: a shell's status 130 (128 + SIGINT); nothing half-imported
+    runs on, and no library's ``except`` can catch it."""
     try:
         os.write(2, MESSAGE)
     except OSError:
         pass
-    os._exit(130)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGINT)
 
 
 def started_as_command() -> bool:
