@@ -70,6 +70,18 @@ def handle_interrupts() -> None:
     line, exit 130, its cleanups run), where :func:`install` put :func:`interrupted`."""
     if signal.getsignal(signal.SIGINT) is interrupted:
         signal.signal(signal.SIGINT, keyboard_interrupt)
+        sys.unraisablehook = unraisable
+
+
+def unraisable(info: object) -> None:
+    """A KeyboardInterrupt that could not propagate (raised in a weakref callback, such as
+    importlib's module locks', or in a ``__del__``: Python only prints "Exception ignored" and goes
+    on) is raised again, at the main thread's next instruction, instead of that traceback."""
+    kind = getattr(info, "exc_type", None)
+    if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+        return
+    sys.__unraisablehook__(info)
 
 
 def run_command(main: Callable[[], int], say: Callable[[str], None]) -> int:

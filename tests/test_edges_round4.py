@@ -466,3 +466,24 @@ def test_cutoffs_2_to_the_31_apart_are_sorted_numerically():
     proc = run_cli("trec_eval", "-m", "P.5,9223372036854775807", f"{d}/qrels.test", f"{d}/results.test")
     assert (proc.returncode, proc.stdout) == (0, "P_5                   \tall\t0.2667\n"
                                                  "P_9223372036854775807 \tall\t0.0000\n"), proc.stderr
+
+
+def test_an_interrupt_python_could_only_print_is_raised_again():
+    """Ctrl-C inside importlib's module-lock callback (a weakref callback) was printed as
+    "Exception ignored in: <function _get_module_lock.<locals>.cb ...>" with its traceback, and the
+    command went on. The command's unraisable hook sends SIGINT again instead: the interrupt then
+    comes at the main thread's next instruction, where it propagates."""
+    import signal
+    import types
+
+    from ndcg_plugin import interrupts
+    got: list = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        interrupts.unraisable(types.SimpleNamespace(exc_type=KeyboardInterrupt))
+        for _ in range(100):  # delivered at the next instruction of this (the main) thread
+            if got:
+                break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert got == [signal.SIGINT]
