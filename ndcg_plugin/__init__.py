@@ -7,8 +7,7 @@ lets the provider serve the built-ins it computes (nDCG, RR, Success) too.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from . import interrupts  # noqa: F401 - first: Ctrl-C while the command imports the rest (see there)
 from . import measures as _measures
 from . import provider as _provider
 from .errors import InputError
@@ -34,13 +33,13 @@ def register(serve_builtins: bool = False) -> None:
 register()
 
 
-def read(data: Any, kind: str, **options: Any):
+def read(data: object, kind: str, **options: object):
     """Read qrels or a run into a validated table: see :func:`ndcg_plugin.reading.read`."""
     from .reading import read as _read  # imported on use: `import ndcg_plugin` stays light (no pyarrow)
     return _read(data, kind, **options)
 
 
-def per_query(qrels: Any, run: Any, measures: Any):
+def per_query(qrels: object, run: object, measures: object):
     """Per-query values as a pandas DataFrame in one call: one row per qrels query (index
     ``query_id``, trec_eval's query order), one column per measure (named as ir-measures prints
     it), NaN where a measure has no value for a query (MRR_ignore without a hit). ``qrels`` and

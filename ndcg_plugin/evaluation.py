@@ -192,9 +192,9 @@ class _Qrels:
         from . import reading
         if isinstance(self.given, DatasetQrels):
             return self.given.load()
-        if not reading.is_file_like(self.given):
+        if not reading.is_file_like(self.given) and _read_already(self.given):
             return self.given
-        read = reading.read if self.frame else reading.read_columns
+        read = reading.read if self.frame or not reading.is_file_like(self.given) else reading.read_columns
         return read(self.given, "qrels", duplicates=self.options.duplicates, columns=self.options.qrels_columns)
 
     def index(self) -> QrelsIndex:
@@ -208,6 +208,26 @@ class _Qrels:
         return self.index().qid_values if indexed else qrels_queries(self.table())
 
 
+def _read_already(table: Any) -> bool:
+    """Whether ``table`` is qrels as :func:`ndcg_plugin.read` gives them (its four columns: checked
+    then), or the reader's own columns; any other in-memory qrels (a user's DataFrame, a dict) are
+    read, as the provider reads them: a label they cannot hold is refused, not wrapped round."""
+    columns = getattr(table, "columns", None)
+    return hasattr(table, "layout") or (columns is not None and list(columns) == ["query_id", "doc_id",
+                                                                                    "relevance", "line"])
+
+
+def _refuse_huge_cutoffs(measures: tuple) -> None:
+    """A ValueError naming a measure whose cutoff is past 2^63 - 1 (no provider computes it: the
+    engine's ranks are 64-bit, pytrec_eval's C longs)."""
+    from .measures.base import MAX_CUTOFF
+    for m in measures:
+        cutoff = getattr(m, "params", {}).get("cutoff")
+        if isinstance(cutoff, int) and cutoff > MAX_CUTOFF:
+            raise ValueError(f"{m}: the cutoff must be at most 2^63 - 1 = {MAX_CUTOFF} (a 64-bit integer), "
+                             f"got {cutoff}")
+
+
 class Evaluation:
     """Measures evaluated on one qrels, routed once when it is made (see the module docstring):
     :attr:`routes` names the provider of each measure. The qrels (a file, a table, or
@@ -218,6 +238,7 @@ class Evaluation:
     def __init__(self, measures: Iterable, *, qrels: Any, provider: NamedProvider | None = None,
                  options: ReadOptions | None = None):
         measures = tuple(dict.fromkeys(measures))
+        _refuse_huge_cutoffs(measures)
         if provider is not None:
             refused = [str(m) for m in measures if not provider.supports(m)]
             if refused:

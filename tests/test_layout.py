@@ -144,7 +144,8 @@ def test_no_module_or_test_uses_another_modules_private_names():
 # the root) and of any lower layer, never of its own layer's other members or of a higher one. A
 # folder is one node; a module at the package root is one node.
 LAYERS = [
-    {"errors", "version", "formatting", "sizes"},  # names every module shares, how a number prints, block sizes
+    {"errors", "version", "formatting", "sizes", "interrupts"},  # names every module shares, how a number prints,
+                                                                # block sizes, Ctrl-C while the command starts
     {"arrays"},                                # column helpers, a block of rows and its codes, exact sums, the C loops
     {"reading", "ranking"},                    # every input to columns; a run ranked as trec_eval ranks it
     {"measures"},                              # specifications, the families, values and aggregators

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import ir_measures
 
+from .. import interrupts
 from ..errors import DatasetError, InputError, UsageError
 from ..evaluation import DatasetQrels, Evaluation, ReadOptions, qrels_queries
 from ..formatting import SUMMARY_QID, EvalWriter
@@ -24,8 +25,9 @@ from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
+from . import terminal
 from .messages import for_cli, one_line
-from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
+from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, say
 
 
 def _read(data, kind: str, **options):
@@ -356,6 +358,17 @@ def build_parser():
     return cli_parser.build_parser()
 
 
+def _parse_args(argv: Sequence[str] | None):
+    """The arguments (:mod:`ndcg_plugin.cli.parser`); the text of ``--help`` and ``--version`` flushed
+    before their SystemExit(0): one that cannot be written is an OutputError, not an exit 0."""
+    try:
+        return cli_parser.parse_args(argv)
+    except SystemExit as e:
+        if not e.code:
+            sys.stdout.flush()
+        raise
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand. Exit status: 0 success, 1 crosscheck mismatch, 2 bad input, usage, an
     output that cannot be written or memory exhausted (one line on stderr, no traceback), 130
@@ -365,13 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # them, and eval parses the run on the other cores meanwhile. Set before numpy is imported
     # (nothing above imports it); the user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = cli_parser.parse_args(argv)
-    if sys.stdout is None:
-        say("error: standard output is closed: nothing could be written")
-        return 2
     original_format, original_stdout = warnings.formatwarning, sys.stdout
-    sys.stdout = CheckedOutput(original_stdout)
+    sys.stdout = CheckedOutput(original_stdout) if original_stdout is not None else ClosedOutput()
     try:
+        args = _parse_args(argv)
+        if original_stdout is None:
+            say("error: standard output is closed: nothing could be written")
+            return 2
         with warnings.catch_warnings():
             warnings.formatwarning = lambda msg, cat, *a, **k: f"ndcg-plugin: warning: {one_line(msg)}\n"
             code = HANDLERS[args.handler](args)
@@ -388,7 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("interrupted")
         return 130
-    except MemoryError:
+    except (MemoryError, RuntimeError, ImportError) as e:  # also a thread or a library without memory to start
+        if not isinstance(e, MemoryError) and not terminal.out_of_memory(e):
+            raise
         say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
              "DataFrame, or for other providers' measures is read whole)")
     finally:
@@ -416,15 +431,12 @@ def run() -> None:
     written, a few percent of a 7M-line eval. They are still released by reference counting;
     atexit handlers and the flush of standard streams run as usual."""
     sys.setswitchinterval(SWITCH_INTERVAL)
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    if os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system") == "system":  # jemalloc unused: no idle thread
+        os.environ.setdefault("JE_ARROW_MALLOC_CONF", "background_thread:false")  # (nor its line when none starts)
     # every warning shown, once per place; set here, not in main(), so that a program or a test
     # calling main() keeps its own warning filters
     warnings.simplefilter("default")
-    try:
-        code = main()
-    except KeyboardInterrupt:  # before main's own handling (while the arguments are read)
-        say("interrupted")
-        code = 130
+    code = interrupts.run_command(main, say)  # Ctrl-C: 130 and one line, also before main's own handling
     gc.freeze()
     sys.exit(code)
 

@@ -60,6 +60,28 @@ class CheckedOutput:
         return getattr(self.stream, name)
 
 
+#: what Python and the dynamic loader say when memory (or address space: ``ulimit -v``) runs out
+#: elsewhere than in an allocation Python makes (a MemoryError): a thread's stack, a library's pages
+OUT_OF_MEMORY = ("can't start new thread", "failed to map segment from shared object", "cannot allocate memory")
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` (a RuntimeError, an ImportError) says that memory ran out."""
+    text = str(error).lower()
+    return any(words in text for words in OUT_OF_MEMORY)
+
+
+class ClosedOutput:
+    """Standard output when it is closed (``>&-``: Python has no ``sys.stdout`` then): a write is an
+    OutputError, not a text lost in silence."""
+
+    def write(self, text: str) -> int:
+        raise OutputError("standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+
 def say(message: str) -> None:
     """One line on standard error, if there is a standard error."""
     if sys.stderr is not None:

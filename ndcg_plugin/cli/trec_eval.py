@@ -1,7 +1,9 @@
 """``ndcg-plugin trec_eval``'s command line: trec_eval 10.0's flags (GNU getopt, short and long
 forms) read into :class:`ndcg_plugin.trec_eval.command.Options`, the help and the version, and
-the output and exit status of :func:`ndcg_plugin.trec_eval.command.evaluate`'s report: 0, 2
-(usage or input), 4 (a qrels query missing from the run, without -c, as trec_eval 10.0)."""
+the output and exit status of :func:`ndcg_plugin.trec_eval.command.evaluate`'s report, as
+trec_eval 10.0's: 0; 1 (an unknown measure, a usage error); 2 (an input, a measure it cannot
+initialise); 4 (a qrels query missing from the run, without -c). ``-l`` and ``-M`` are read by
+C's atol (``-M abc`` is 0), ``-v`` prints on stderr."""
 from __future__ import annotations
 
 import getopt
@@ -11,8 +13,9 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..measures.parsing import examples
-from ..trec_eval.command import VERSION, Options, evaluate
+from ..trec_eval.command import VERSION, Options, TrecEvalStatus, atol, evaluate
 from ..trec_eval.report import MissingQuery
+from .terminal import say
 
 SHORT = "hvqm:cl:nD:N:M:JR:T:Z:"
 LONG = ["help", "version", "query_eval_wanted", "measure=", "complete_rel_info_wanted", "level_for_rel=",
@@ -63,13 +66,13 @@ SWITCHES = {"-q": ("per_query", True), "--query_eval_wanted": ("per_query", True
             "-J": ("judged_only", True), "--Judged_docs_only": ("judged_only", True)}
 
 
-def _integer(flag: str, text: str, lowest: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"trec_eval {flag}: expected an integer, got {text!r}") from None
-    if value < lowest:
-        raise UsageError(f"trec_eval {flag}: expected an integer >= {lowest}, got {value}")
+def _max_docs(text: str) -> int:
+    """-M as trec_eval reads it (atol: ``-M abc`` is 0); below 0 trec_eval crashes (a segmentation
+    fault): refused."""
+    value = atol(text)
+    if value < 0:
+        raise UsageError(f"trec_eval -M: expected an integer >= 0, got {text!r} (trec_eval {VERSION} crashes on a "
+                         f"negative -M)")
     return value
 
 
@@ -87,8 +90,8 @@ def parse(argv: Sequence[str]) -> Options:
     """trec_eval's options (SystemExit(0) after printing the help or the version)."""
     try:
         opts, rest = getopt.gnu_getopt(list(argv), SHORT, LONG)
-    except getopt.GetoptError as e:
-        raise UsageError(f"trec_eval: {e} (see ndcg-plugin trec_eval --help)") from None
+    except getopt.GetoptError as e:  # trec_eval: its usage on stderr, status 1
+        raise TrecEvalStatus(f"trec_eval: {e} (see ndcg-plugin trec_eval --help)", 1) from None
     given: dict[str, Any] = {}
     measures: list[str] = []
     for flag, value in opts:
@@ -97,30 +100,35 @@ def parse(argv: Sequence[str]) -> Options:
             raise SystemExit(0)
         if flag in ("-v", "--version"):
             from ..version import __version__
-            print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})")
+            if sys.stderr is not None:  # as trec_eval prints it (print to None would write on stdout)
+                print(f"trec_eval version {VERSION} (ndcg-plugin {__version__})", file=sys.stderr)
             raise SystemExit(0)
         if flag in SWITCHES:
             name, setting = SWITCHES[flag]
             given[name] = setting
         elif flag in ("-l", "--level_for_rel"):
-            given["level"] = _integer("-l", value, -(2 ** 31))
+            given["level"] = atol(value)  # as trec_eval reads it: -l abc is 0
         elif flag in ("-M", "--Max_retrieved_per_topic"):
-            given["max_docs"] = _integer("-M", value, 0)
+            given["max_docs"] = _max_docs(value)
         elif flag in ("-m", "--measure"):
             measures.append(value)
         else:
             _refused(flag, value)
-    if len(rest) != 2:
-        raise UsageError(f"trec_eval takes two files, QRELS and RUN, got {len(rest)}: {' '.join(rest) or 'none'} "
-                         f"(see ndcg-plugin trec_eval --help)")
+    if len(rest) != 2:  # trec_eval: its usage on stderr, status 1
+        raise TrecEvalStatus(f"trec_eval takes two files, QRELS and RUN, got {len(rest)}: {' '.join(rest) or 'none'} "
+                         f"(see ndcg-plugin trec_eval --help)", 1)
     return Options(*rest, measures=tuple(measures or ["official"]), **given)
 
 
 def main(argv: Sequence[str]) -> int:
-    """The command: 0, 2 (usage or input), 4 (a qrels query missing from the run, without -c)."""
-    o = parse(argv)
+    """The command: 0; 1 (an unknown measure or a usage error), 2 (an input, or a measure trec_eval
+    cannot initialise) and 4 (a qrels query missing from the run, without -c), as trec_eval 10.0."""
     try:
+        o = parse(argv)
         report = evaluate(o)
+    except TrecEvalStatus as e:
+        say(f"error: {e}")
+        return e.status
     except MissingQuery as e:
         missing, before = e.args
         if o.per_query:

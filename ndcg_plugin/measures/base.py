@@ -49,6 +49,7 @@ class Spec:
         name (:func:`pick`, ``registry.family``)."""
         _expect(self.cutoff is None or (_is_int(self.cutoff) and self.cutoff >= 1),
                 "cutoff", "None or an integer >= 1", self.cutoff)
+        _expect(self.cutoff is None or self.cutoff <= MAX_CUTOFF, "cutoff", "at most 2^63 - 1", self.cutoff)
         _expect(_is_int(self.rel), "rel", "an integer", self.rel)
         _expect(self.ideal in IDEALS, "ideal", " or ".join(map(repr, IDEALS)), self.ideal)
         _expect(self.ties in TIE_ORDERS, "ties", " or ".join(map(repr, TIE_ORDERS)), self.ties)
@@ -68,6 +69,9 @@ class Spec:
 #: the values of :class:`Spec`'s fields that backends dispatch on
 IDEALS = ("qrels", "run")
 TIE_ORDERS = ("trec", "average")
+#: the deepest cutoff (a C long, as trec_eval reads one): any deeper would not fit the engine's
+#: 64-bit ranks; a cutoff past every ranking's length gives the value at that length anyway
+MAX_CUTOFF = 2 ** 63 - 1
 
 
 def _is_int(value: Any) -> bool:

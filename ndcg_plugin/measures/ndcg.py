@@ -143,6 +143,9 @@ def _ideal_by_variant(index, cutoff: int | None) -> dict | None:
     variants = FAMILY.variants
     tables = np.stack([gain_of(np.arange(top + 1), Spec(FAMILY.name, v, cutoff)) for v in variants])
     from ..arrays import speedups
+    # no query's ideal ranking is longer than the qrels: a deeper cutoff cuts nothing (the tables
+    # stay the qrels' size, however large the cutoff)
+    cutoff = None if cutoff is not None and cutoff >= len(index.rel) else cutoff
     found = speedups.ideal_dcg(index.key_q, index.rel, index.nq, cutoff, tables,
                                log2_discounts(len(index.rel) if cutoff is None else cutoff))
     return None if found is None else dict(zip(variants, found, strict=True))

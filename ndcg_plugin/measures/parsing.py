@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import ir_measures
 
+from .base import MAX_CUTOFF
 from .registry import families, measures
 
 
@@ -94,6 +95,9 @@ def _parse_one(part: str):
     if isinstance(cutoff, int) and not isinstance(cutoff, bool) and cutoff < 1:
         # pytrec_eval aborts on P@0 and nDCG@0 (an assertion), and RR@0 would silently be 0
         raise ValueError(f"invalid measure {part!r}: the cutoff must be a positive integer (k >= 1), got {cutoff}")
+    if isinstance(cutoff, int) and cutoff > MAX_CUTOFF:
+        raise ValueError(f"invalid measure {part!r}: the cutoff must be at most 2^63 - 1 = {MAX_CUTOFF} "
+                         f"(a 64-bit integer), got {cutoff}")
     return m
 
 

@@ -40,11 +40,16 @@ class TrecEvalMeasure(PluginMeasure):
 CLASSES: dict[str, Any] = {}
 
 
-def trec_eval_measure(name: str, family: str, variant: str, desc: str) -> Any:
+def trec_eval_measure(name: str, family: str, variant: str, desc: str, thresholded: bool = True) -> Any:
     """The :class:`TrecEvalMeasure` of trec_eval's ``name`` (the family's ``variant``), without
-    parameters (call it with some, as an ir-measures measure)."""
+    parameters (call it with some, as an ir-measures measure). ``thresholded=False``: a measure
+    trec_eval's ``-l`` does not change (it reads labels, or judgments, never the level): it takes no
+    ``rel``, so the drop-in gives it none (also under ``-l 0``)."""
+    params = TrecEvalMeasure.SUPPORTED_PARAMS if thresholded else {
+        k: v for k, v in TrecEvalMeasure.SUPPORTED_PARAMS.items() if k != "rel"}
     cls = type(name, (TrecEvalMeasure,), {"__name__": name, "NAME": name, "FAMILY": family, "VARIANT": variant,
-                                          "SHORT_DESC": desc, "TREC_EVAL": name, "__doc__": desc})
+                                          "SHORT_DESC": desc, "TREC_EVAL": name, "__doc__": desc,
+                                          "SUPPORTED_PARAMS": params})
     CLASSES[name] = cls()
     return CLASSES[name]
 

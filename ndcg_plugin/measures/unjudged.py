@@ -119,10 +119,11 @@ def relstring_text(chunks: list) -> str:
 
 
 _LOCAL = {"unj": unj, "judged": judged, "rbp": rbp, "rbp_resid": rbp_resid, "relstring": relstring}
-UNJ = trec_eval_measure("unj", "unjudged", "unj", "trec_eval's unj.k")
-RBP = trec_eval_measure("rbp", "unjudged", "rbp", "trec_eval's rbp")
-RBP_RESID = trec_eval_measure("rbp_resid", "unjudged", "rbp_resid", "trec_eval's rbp_resid")
-RELSTRING = trec_eval_measure("relstring", "unjudged", "relstring", "trec_eval's relstring.N (a string)")
+UNJ = trec_eval_measure("unj", "unjudged", "unj", "trec_eval's unj.k", thresholded=False)
+RBP = trec_eval_measure("rbp", "unjudged", "rbp", "trec_eval's rbp", thresholded=False)
+RBP_RESID = trec_eval_measure("rbp_resid", "unjudged", "rbp_resid", "trec_eval's rbp_resid", thresholded=False)
+RELSTRING = trec_eval_measure("relstring", "unjudged", "relstring", "trec_eval's relstring.N (a string)",
+                              thresholded=False)
 
 
 class UnjudgedFamily(Family):

@@ -376,7 +376,10 @@ def ranked_arrays(group: np.ndarray, score: np.ndarray, rel: np.ndarray, judged:
     ``moved``) of :func:`_trec_eval_order`, ranked within their query, those ranked below ``depth``
     (all for None) kept, and with ``whole_ties`` those tied with the last of them (a tie group
     that straddles the cutoff stays whole, for ties="average"). By one C loop when it is at hand
-    (:mod:`ndcg_plugin.arrays.speedups`; the same arrays)."""
+    (:mod:`ndcg_plugin.arrays.speedups`; the same arrays). A depth of at least the rows given
+    ranks no row below it: it is None then (memory and time never depend on it, and a huge depth
+    never reaches the C loop's 64-bit integers)."""
+    depth = None if depth is not None and depth >= len(order) else depth
     found = speedups.ranked_rows(group, score, rel, judged, order, depth, whole_ties)
     if found is not None:
         return found

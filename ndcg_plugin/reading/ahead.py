@@ -45,14 +45,15 @@ class ReadAhead:
         return False
 
     def _work(self, items: Iterator) -> None:
+        held = sources.hold_warnings()  # shown by the consumer with the item they came with (__next__)
         try:
             for item in items:
-                if not self._put((item, None)) or self._stop.is_set():
+                if not self._put((item, None, _taken(held))) or self._stop.is_set():
                     break  # closed: no further item is read
             else:
-                self._put((self._END, None))
+                self._put((self._END, None, _taken(held)))
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
-            self._put((self._END, e))
+            self._put((self._END, e, _taken(held)))
         finally:
             close = getattr(items, "close", None)
             if close is not None:
@@ -64,13 +65,25 @@ class ReadAhead:
     def __next__(self):
         if self._done:
             raise StopIteration
-        item, error = self._slots.get()
+        item, error, messages = self._get()
+        for message in messages:  # in the consumer's thread, in the order of the items
+            sources.warn(message)
         if item is self._END:
             self.close()
             if error is not None:
                 raise error
             raise StopIteration
         return item
+
+    def _get(self) -> tuple:
+        """The next entry; a MemoryError when the worker ended without handing one over (it could
+        not even put its exception: memory ran out on its thread), never a wait for ever."""
+        while True:
+            try:
+                return self._slots.get(timeout=0.1)
+            except queue.Empty:
+                if not self._worker.is_alive() and self._slots.empty():
+                    raise MemoryError("the read-ahead thread ended without its next block") from None
 
     def close(self) -> None:
         self._done = True
@@ -81,6 +94,13 @@ class ReadAhead:
         except queue.Empty:
             pass
         self._worker.join()
+
+
+def _taken(held: list[str]) -> tuple[str, ...]:
+    """The messages held so far, the list emptied."""
+    out = tuple(held)
+    held.clear()
+    return out
 
 
 def read_ahead(items: Iterator, depth: int = 2) -> Iterator:

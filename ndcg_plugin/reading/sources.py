@@ -9,6 +9,7 @@ import gzip
 import io
 import os
 import sys
+import threading
 import warnings
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -23,7 +24,7 @@ from ..sizes import BLOCK_BYTES
 from . import columnar, lines
 from .formats import BOM, LAYOUTS, Layout, column_names, delimiter_of, first_data_line, layout_for
 from .lines import Parsed
-from .parquet import check_run_format, is_parquet, parquet_pieces
+from .parquet import check_run_format, files_of, is_parquet, parquet_pieces
 
 Progress = Callable[[int, int], None]
 
@@ -38,11 +39,46 @@ def source_name(data: Any, default: str) -> str:
     return getattr(data, "name", None) if isinstance(getattr(data, "name", None), str) else default
 
 
+#: the warnings of a thread that reads ahead of its consumer (:class:`~ndcg_plugin.reading.ahead.ReadAhead`),
+#: held for the consumer to show when it takes the block they came with: two files read at once (the
+#: qrels here, the run ahead) then warn in one order, the order in which they are used
+_held = threading.local()
+
+
+_REGISTRY: dict = {}
+
+
+def warn(message: str) -> None:
+    """A RuntimeWarning about an input; on a thread that reads ahead (:func:`hold_warnings`), held
+    for its consumer. Its place is this function's, so that under the ``default`` filter a file
+    read twice (the side by side peeks at the qrels' first ids) warns once."""
+    held = getattr(_held, "messages", None)
+    if held is None:
+        warnings.warn_explicit(message, RuntimeWarning, __file__, 0, module=__name__, registry=_REGISTRY)
+    else:
+        held.append(message)
+
+
+def hold_warnings() -> list[str]:
+    """From now on, this thread's :func:`warn` messages are appended to the list returned."""
+    _held.messages = []
+    return _held.messages
+
+
+def standard_input() -> BinaryIO:
+    """Standard input's binary stream; an InputError when it is closed (``<&-``: Python has no
+    ``sys.stdin`` then)."""
+    stdin = getattr(sys.stdin, "buffer", None)
+    if stdin is None:
+        raise InputError("<stdin>", None, "standard input is closed: nothing to read (give a file instead of -)")
+    return stdin
+
+
 def _open(data: Any, source: str) -> tuple[BinaryIO, int]:
     """A binary stream of the raw content and its size in bytes (0 when unknown)."""
     if is_path(data):
         if str(data) == "-":
-            return sys.stdin.buffer, 0
+            return standard_input(), 0
         try:
             f = open(data, "rb")  # noqa: SIM115 - closed by blocks()
         except FileNotFoundError:
@@ -223,7 +259,7 @@ def blocks(data: Any, source: str, block_bytes: int = BLOCK_BYTES,
         if pending:
             yield Chunk(pending)
     finally:
-        if raw is not sys.stdin.buffer and hasattr(raw, "close") and is_path(data):
+        if raw is not getattr(sys.stdin, "buffer", None) and hasattr(raw, "close") and is_path(data):
             raw.close()
 
 
@@ -265,6 +301,8 @@ def pieces(data: Any, kind: str, source: str, run_format: str = "auto", block_by
     (:func:`.parquet.parquet_pieces`, rows numbered from 0). ``columns``: the names of a Parquet
     file's columns (see :func:`.formats.column_names`)."""
     if is_parquet(data):  # pyarrow.parquet is imported only there
+        if run_format != "auto" and is_path(data) and os.path.isdir(data):
+            files_of(os.fspath(data), source)  # a directory of other files is refused as such, not as Parquet
         check_run_format(run_format, source)
         column_names(kind, columns)  # a bad mapping is refused at once, not where the pieces are read
         return parquet_pieces(data, kind, columns, source, block_bytes, progress)
@@ -344,8 +382,8 @@ def _held_blank(chunk: Chunk, source: str, at: _Reading) -> bool:
         at.file_start = False
         return True
     at.bom_blank = False
-    warnings.warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as part "
-                  f"of the first query id, which then matches no query)", RuntimeWarning, stacklevel=4)
+    warn(f"{source} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as part of the "
+         f"first query id, which then matches no query)")
     if at.blank_line is not None:
         raise lines.blank_qrels_line(source, at.blank_line)
     return False
@@ -387,6 +425,6 @@ def _end_of_file(source: str, at: _Reading):
         raise InputError(source, at.comments.line, "the qrels file ends with a comment line, on which trec_eval 10.0 "
                          "crashes (it reads past the line); remove it, or put a judgment after it")
     if at.kind == "run" and at.any_bytes and not at.any_rows:
-        warnings.warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
-                      f"as trec_eval -c scores them", RuntimeWarning, stacklevel=3)
+        warn(f"{source} holds no result line (only comments or blank lines): every qrels query scores 0, "
+             f"as trec_eval -c scores them")
         yield lines.Parsed.empty(LAYOUTS["msmarco" if at.run_format == "msmarco" else "trec"])

@@ -130,7 +130,9 @@ def _int_id(v: Any, source: str, i: int, name: str) -> str:
 
 def check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.ndarray:
     col = VALUE_COLUMN[kind]
-    arr = np.asarray(values)
+    if isinstance(values, list) and any(isinstance(v, int) and not -(2 ** 63) <= v < 2 ** 63 for v in values):
+        values = np.array(values, dtype=object)  # numpy would make floats of them, or wrap them round
+    arr = original = np.asarray(values)
     if arr.dtype.kind == "b" or (arr.dtype.kind not in "iuf" and arr.dtype.kind != "O"):
         raise InputError(source, None, f"{col} must be numeric, got dtype {arr.dtype}")
     if arr.dtype.kind == "O":
@@ -143,18 +145,39 @@ def check_values(values: Any, source: str, kind: Kind, lines: np.ndarray) -> np.
                 except (TypeError, ValueError):
                     raise InputError(source, int(lines[i]), f"{col} must be numeric, got {v!r}") from None
     if kind == "qrels":
-        if arr.dtype.kind == "f":
-            bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
-            if len(bad):
-                raise InputError(source, int(lines[bad[0]]), f"relevance must be an integer, got {arr[bad[0]]!r}")
-            arr = arr.astype(np.int64)
-        return arr.astype(np.int64)
+        return _labels(arr, original, source, lines)
     arr = arr.astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(arr))
     if len(bad):
         raise InputError(source, int(lines[bad[0]]), f"score must be a finite number, got {arr[bad[0]]!r}; "
                          "NaN or infinite scores have no defined rank")
     return arr
+
+
+#: a label at or past this magnitude (as a float) is checked one by one: 2^63 - 1 rounds to 2^63
+_NEAR_INT64 = 2.0 ** 63 - 2048
+#: beyond this, a float does not hold every integer: object labels are converted exactly
+_EXACT_FLOAT = 2.0 ** 53
+
+
+def _labels(arr: np.ndarray, original: np.ndarray, source: str, lines: np.ndarray) -> np.ndarray:
+    """Relevance labels as int64: integers (integral floats too) in the 64-bit range, as the text
+    reader takes them; an InputError names the first row with another (a label of 2^63 or more
+    once wrapped round to a negative label, with numpy's RuntimeWarning only)."""
+    if arr.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+        if len(bad):
+            raise InputError(source, int(lines[bad[0]]), f"relevance must be an integer, got {arr[bad[0]]!r}")
+    if arr.dtype.kind in "fu" and len(arr):
+        for i in np.flatnonzero(np.abs(arr.astype(np.float64)) >= _NEAR_INT64):
+            v = original[i].item() if isinstance(original[i], np.generic) else original[i]
+            label = int(v)
+            if not -(2 ** 63) <= label <= 2 ** 63 - 1:
+                raise InputError(source, int(lines[i]), f"relevance must be an integer in the 64-bit range "
+                                 f"(-2^63 to 2^63 - 1, as the text reader takes them), got {v!r}")
+        if original.dtype.kind == "O" and np.abs(arr).max() >= _EXACT_FLOAT:  # exactly, not through a float
+            return np.array([int(v) for v in original], dtype=np.int64)
+    return arr.astype(np.int64)
 
 
 def string_array(strings: pa.ChunkedArray, like: Any = None) -> pd.api.extensions.ExtensionArray:

@@ -59,6 +59,43 @@ RELSTRING_LENGTH = 10
 DEFAULT_CUTOFFS = {"P", "recall", "ndcg_cut", "map_cut", "relative_P", "success", "iprec_at_recall", "Rprec_mult"}
 
 
+class TrecEvalStatus(UsageError):
+    """A UsageError that ends the command with trec_eval 10.0's own exit status (``status``): 1 for
+    an illegal measure or a usage error, 2 for a measure it cannot initialise (a cutoff <= 0 or
+    repeated), so that a script testing trec_eval's status sees the same one."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+#: trec_eval measures whose parameters are cutoffs read as C longs (meas_init.c's get_long_cutoffs)
+LONG_CUTOFFS = ("P", "P_avgjg", "map_cut", "ndcg_cut", "recall", "relative_P", "success", "unj")
+LONG_MIN, LONG_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def atol(text: str) -> int:
+    """C's atol (glibc's strtol, base 10): leading white space, a sign, the longest run of digits
+    after it (0 when none), saturated at LONG_MIN and LONG_MAX."""
+    import re
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?\d+)", text)
+    return max(LONG_MIN, min(LONG_MAX, int(m.group(1)))) if m else 0
+
+
+def long_cutoffs(measure: str, fam: str, given: str) -> str:
+    """The cutoffs of ``fam.given`` as trec_eval reads them (get_long_cutoffs): each comma-separated
+    part by atol, sorted; written back as ``5,10`` (trec_eval names the values ``P_5``...). A
+    cutoff <= 0 or repeated: :class:`TrecEvalStatus` 2, as trec_eval stops on it."""
+    cutoffs = sorted(atol(part) for part in given.split(","))
+    why = ("Negative cutoff detected" if cutoffs[0] <= 0 else
+           "duplicate cutoffs detected" if len(set(cutoffs)) < len(cutoffs) else None)
+    if why is not None:
+        raise TrecEvalStatus(f"trec_eval measure {measure!r}: cutoffs {', '.join(map(str, cutoffs))} (read as C's "
+                             f"atol reads them): trec_eval {VERSION} stops with status 2 (\"{why}\", \"Cannot "
+                             f"initialize measure '{fam}'\"); give distinct cutoffs >= 1", 2)
+    return ",".join(map(str, cutoffs))
+
+
 @dataclass(frozen=True)
 class Options:
     """The command's options, as trec_eval's flags give them (parsed by
@@ -139,6 +176,7 @@ def plan(measures: list[str], judged_only: bool, use_engine: bool = True) -> Pla
                     params.setdefault(n, "")
             continue
         fam, _, given = m.partition(".")
+        given = long_cutoffs(m, fam, given) if given and fam in LONG_CUTOFFS else given
         if fam not in ORDER and fam not in pytrec_eval.supported_measures and fam not in NOT_COMPUTED:
             p.plugin.append(_plugin_measure(m))
             continue
@@ -177,9 +215,9 @@ def _plugin_measure(name: str):
         measure = ir_measures.parse_measure(name)
     except (ValueError, NameError, SyntaxError, TypeError):
         measure = None
-    if not isinstance(measure, PluginMeasure):
-        raise UsageError(f"trec_eval: unknown measure {name!r}: expected a trec_eval measure (official, all_trec, "
-                         f"P.5, ndcg_cut.10, ...) or one of the plugin's ({examples()[0]}, ...)")
+    if not isinstance(measure, PluginMeasure):  # trec_eval: "illegal measure", status 1
+        raise TrecEvalStatus(f"trec_eval: unknown measure {name!r}: expected a trec_eval measure (official, "
+                             f"all_trec, P.5, ndcg_cut.10, ...) or one of the plugin's ({examples()[0]}, ...)", 1)
     return measure
 
 
@@ -251,6 +289,9 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     from ..evaluation import qrels_queries, refuse_crashing_queries
     from ..measures.oracle import cut_run
     from .native import bogus
+    # -l below 1 (trec_eval's atol reads -l abc as 0): trec_eval's own code (pytrec_eval) and the
+    # interpolated measures count labels >= the level among judged documents; the engine's rel is >= 1
+    use_engine = use_engine and o.level >= 1
     p = plan(o.measures, o.judged_only, use_engine)
     if p.left_out:
         print(f"ndcg-plugin trec_eval: not computed, left out: {', '.join(p.left_out)} (run trec_eval for them)",
@@ -261,7 +302,8 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     report = _streamed(o, p, engine, plugin) if use_engine else None
     if report is not None:
         return report
-    run_data = sys.stdin.buffer.read() if o.run == "-" else o.run
+    from ..reading.sources import standard_input
+    run_data = standard_input().read() if o.run == "-" else o.run
     qrels_table = reading.read(o.qrels, "qrels")
     run_table = reading.read(run_data, "run", source=o.run, run_format="trec", queries=qrels_queries(qrels_table))
     qrels, run = _dicts(qrels_table, "relevance"), _dicts(run_table, "score")
@@ -274,9 +316,10 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
         # pytrec_eval crashes on an empty ranking (map, bpref: SIGSEGV): it ranks one unjudged document
         # instead, as trec_eval does with -c for a query missing from the run, then num_ret and utility
         # are set back to 0; -J is applied above (the rankings hold judged documents only)
-        ev = pytrec_eval.RelevanceEvaluator(qrels, set(p.pytrec), relevance_level=o.level)
-        for q, got in ev.evaluate({q: docs or {BOGUS_DOC: 1.0} for q, docs in real.items()}).items():
-            values[q].update(got)
+        for judged, chosen, level in _pytrec_passes(qrels, p.pytrec, o.level):
+            ev = pytrec_eval.RelevanceEvaluator(judged, set(chosen), relevance_level=level)
+            for q, got in ev.evaluate({q: docs or {BOGUS_DOC: 1.0} for q, docs in real.items()}).items():
+                values[q].update(got)
         for q in (q for q, docs in real.items() if not docs):
             values[q].update({k: 0.0 for k in values[q] if k == "num_ret" or family_of(k) == "utility"})
     for fam, given in p.interp:
@@ -293,6 +336,25 @@ def evaluate(o: Options, use_engine: bool = True) -> Report:
     tag = run_tag(run_data) if any(n == "runid" for n, _ in names) else ""
     recount = sum(1 for judged in qrels.values() for x in judged.values() if x > 0) if o.complete else None
     return Report([q for q in qids if q in real], names, values, tag, recount)
+
+
+#: trec_eval measures whose values -l does not change (their gains are the labels themselves)
+LEVEL_FREE = ("ndcg", "ndcg_cut", "ndcg_rel", "Rndcg", "G")
+
+
+def _pytrec_passes(qrels: dict, measures: list, level: int) -> list[tuple[dict, list, int]]:
+    """(qrels, measures, relevance level) of each pytrec_eval evaluation: one, at ``-l``. Below 1,
+    which pytrec_eval refuses: trec_eval's -l 0 counts every label >= 0 relevant, which is level
+    1 on the labels >= 0 raised by one (the others stay: never relevant); the measures whose
+    gains are the labels (:data:`LEVEL_FREE`), which no -l changes, on the labels as they are."""
+    if level >= 1:
+        return [(qrels, measures, level)]
+    if level < 0:  # refused by the caller (see _check_level); never guessed here
+        raise UsageError(f"trec_eval -l {level}: not computed")
+    raised = {q: {d: x + 1 if x >= 0 else x for d, x in docs.items()} for q, docs in qrels.items()}
+    free = [m for m in measures if m.partition(".")[0] in LEVEL_FREE]
+    rest = [m for m in measures if m not in free]
+    return [(judged, chosen, 1) for judged, chosen in ((qrels, free), (raised, rest)) if chosen]
 
 
 def _rankings(o: Options, qids: list, qrels: dict, run: dict) -> tuple[dict, dict]:
@@ -315,13 +377,17 @@ def _streamed(o: Options, p: Plan, engine: list, plugin: list) -> Report | None:
 
 
 def _check_level(o: Options, p: Plan) -> None:
-    """-l below 1: a UsageError naming the measures that take a relevance level here."""
-    thresholded = [m for m in p.pytrec if m not in ("runid", "num_q")] + [fam for fam, _ in p.interp] + [
-        fam if cutoffs is None else f"{fam}.{','.join(map(str, cutoffs))}" for fam, cutoffs in p.engine]
+    """-l below 1: a UsageError naming the plugin's measures that take a relevance level (trec_eval's
+    own measures are then computed by pytrec_eval and :mod:`.interp`, with trec_eval's level)."""
+    if o.level < 0:  # trec_eval then counts unjudged documents (label -1 to it) relevant too
+        raise UsageError(f"trec_eval -l {o.level}: levels below 0 are not computed (trec_eval {VERSION} then counts "
+                         f"retrieved unjudged documents relevant, which pytrec_eval cannot be asked); run trec_eval "
+                         f"itself for -l {o.level}")
+    thresholded = [str(m) for m in p.plugin if "rel" in m.SUPPORTED_PARAMS and "rel" not in m.params]
     if o.level < 1 and thresholded:
         raise UsageError(f"trec_eval -l {o.level}: {', '.join(thresholded)} take relevance levels of 1 or more "
-                         f"here (a level of 0 would count judged non-relevant documents as relevant); run "
-                         f"trec_eval itself for -l {o.level}")
+                         f"(a level of 0 would count judged non-relevant documents as relevant); give them "
+                         f"rel=, or -l 1 or more")
 
 
 def _interpolated(fam: str, given: str, qrels: dict, run: dict, o: Options, values: dict) -> None:
