@@ -1,0 +1,187 @@
+"""The statistics of :func:`ndcg_plugin.compare.compare`: paired tests, confidence intervals,
+effect sizes, wins/ties/losses, multiple-comparison corrections and Tukey's HSD.
+
+Each function takes plain numpy arrays (per-query values, or their paired differences) and is
+checked against scipy.stats in tests/test_compare*.py. Random draws come from
+``numpy.random.default_rng(seed)`` in batches of :data:`BATCH` rows, as scipy's ``bootstrap``
+draws them with ``batch=BATCH``: the same seed gives scipy's resamples.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: rows of random draws made at once (sign flips, bootstrap resamples, permutations)
+BATCH = 1000
+INTERVALS = ("t", "bootstrap")
+
+
+def sign_flips(n: int, permutations: int, seed: int) -> list[np.ndarray]:
+    """The randomization test's sign matrices (batches of rows of +1/-1, int8): every sign
+    vector when 2^n <= ``permutations`` (exact), else ``permutations`` seeded random rows."""
+    if n < 63 and 2 ** n <= permutations:
+        rows = np.arange(2 ** n)[:, None]
+        return [(((rows >> np.arange(n)) & 1) * 2 - 1).astype(np.int8)]
+    rng = np.random.default_rng(seed)
+    return [(rng.integers(0, 2, size=(min(BATCH, permutations - lo), n)) * 2 - 1).astype(np.int8)
+            for lo in range(0, permutations, BATCH)]
+
+
+def randomization_test(d: np.ndarray, permutations: int, seed: int, flips: list | None = None) -> float:
+    """Fisher's paired randomization test, two-sided, on the mean difference of ``d``: the share of
+    sign flips whose |mean| reaches the observed one (exact), or (count + 1) / (permutations + 1)
+    over seeded random flips. ``flips``: :func:`sign_flips` of ``len(d)`` made once for many tests."""
+    n = len(d)
+    if n == 0:
+        return 1.0
+    observed = abs(d.mean())
+    flips = sign_flips(n, permutations, seed) if flips is None else flips
+    count = sum(int(np.sum(np.abs(s @ d) / n >= observed - 1e-12)) for s in flips)
+    total = sum(len(s) for s in flips)
+    if n < 63 and 2 ** n <= permutations:
+        return count / total
+    return (count + 1) / (total + 1)
+
+
+def bootstrap_means(d: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The means of ``resamples`` bootstrap resamples of ``d`` (seeded, scipy's draws)."""
+    n = len(d)
+    rng = np.random.default_rng(seed)
+    return np.concatenate([d[rng.integers(0, n, size=(min(BATCH, resamples - lo), n))].mean(axis=1)
+                           for lo in range(0, resamples, BATCH)])
+
+
+def bootstrap_test(d: np.ndarray, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float, float]:
+    """(p-value of the shifted null, the percentile interval at ``level``) of the mean of ``d``."""
+    if len(d) == 0:
+        return 1.0, math.nan, math.nan
+    boot = bootstrap_means(d, resamples, seed)
+    shifted = boot - d.mean()  # the null: no mean difference
+    p = float((np.sum(np.abs(shifted) >= abs(d.mean()) - 1e-12) + 1) / (resamples + 1))
+    lo, hi = _percentile_interval(boot, level)
+    return p, lo, hi
+
+
+def _percentile_interval(boot: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(boot, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def t_test(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided paired t-test (scipy's ``ttest_rel``); 1.0 with fewer than 2 pairs or no difference."""
+    from scipy import stats
+    if len(x) < 2 or np.allclose(x, y):
+        return 1.0
+    return float(stats.ttest_rel(x, y).pvalue)
+
+
+def mean_interval(values: np.ndarray, method: str, level: float, resamples: int, seed: int) -> tuple[float, float]:
+    """The ``level`` confidence interval of the mean of ``values``: ``t`` (Student's t, n - 1 degrees
+    of freedom, as scipy's ``t.interval``) or ``bootstrap`` (percentile, seeded); NaN without 2 values."""
+    if method not in INTERVALS:
+        raise ValueError(f"ci must be 't' or 'bootstrap', got {method!r}")
+    n = len(values)
+    if n < 2:
+        return math.nan, math.nan
+    mean = float(values.mean())
+    if method == "bootstrap":
+        return _percentile_interval(bootstrap_means(values, resamples, seed), level)
+    sd = float(values.std(ddof=1))
+    if sd == 0:
+        return mean, mean
+    from scipy.special import stdtrit  # not scipy.stats: a third of its import time
+    half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def effect_sizes(d: np.ndarray) -> tuple[float, float]:
+    """(d_z, g_z) of paired differences ``d``: Cohen's d_z = mean(d) / sd(d) (sd with n - 1), and
+    Hedges' g_z = d_z x J(n - 1), J(df) = Gamma(df/2) / (sqrt(df/2) Gamma((df-1)/2)) (the exact
+    small-sample correction; 1 - 3/(4 df - 1) is its approximation). NaN when undefined: d_z with
+    fewer than 2 pairs or every difference equal; g_z also with fewer than 3 pairs."""
+    n = len(d)
+    if n < 2:
+        return math.nan, math.nan
+    sd = float(d.std(ddof=1))
+    if sd == 0:
+        return math.nan, math.nan
+    dz = float(d.mean()) / sd
+    if n < 3:
+        return dz, math.nan
+    df = n - 1
+    j = math.exp(math.lgamma(df / 2) - math.lgamma((df - 1) / 2)) / math.sqrt(df / 2)
+    return dz, dz * j
+
+
+def wins_ties_losses(x: np.ndarray, y: np.ndarray) -> tuple[int, int, int]:
+    """How many pairs x beats, equals, loses to y on."""
+    return int(np.sum(x > y)), int(np.sum(x == y)), int(np.sum(x < y))
+
+
+def correct_pvalues(pvalues: list[float], method: str) -> list[float]:
+    """Holm (step-down, monotone), Bonferroni, or none; NaN p-values (no test) stay NaN and are not
+    counted in the family."""
+    p = np.asarray(pvalues, dtype=float)
+    out = p.copy()
+    tested = np.flatnonzero(~np.isnan(p))
+    m = len(tested)
+    if method == "none" or m == 0:
+        return out.tolist()
+    if method == "bonferroni":
+        out[tested] = np.minimum(1.0, p[tested] * m)
+        return out.tolist()
+    running = 0.0
+    for rank, i in enumerate(tested[np.argsort(p[tested], kind="stable")]):  # Holm: step down, monotone
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()
+
+
+def tukey_hsd(matrix: np.ndarray) -> np.ndarray:
+    """Tukey's HSD over the runs (columns) of ``matrix`` (queries x runs), with the queries as a
+    block (two-way ANOVA without replication, as Carterette 2012 and Sakai 2014 use it in IR):
+    q = |mean_i - mean_j| / sqrt(MSE / n), MSE the residual mean square on (k-1)(n-1) degrees of
+    freedom, p from the studentized range distribution with k runs. A k x k matrix of p-values
+    (1 on the diagonal); NaN without a residual degree of freedom."""
+    n, k = matrix.shape
+    out = np.full((k, k), math.nan)
+    df = (k - 1) * (n - 1)
+    if k < 2 or df < 1:
+        return out
+    resid = matrix - matrix.mean(axis=0) - matrix.mean(axis=1, keepdims=True) + matrix.mean()
+    mse = float(np.sum(resid * resid)) / df
+    means = matrix.mean(axis=0)
+    diff = np.abs(means[:, None] - means[None, :])
+    if mse == 0:
+        out = np.where(diff > 0, 0.0, 1.0)
+    else:
+        from scipy.stats import studentized_range
+        out = studentized_range.sf(diff / math.sqrt(mse / n), k, df)
+    np.fill_diagonal(out, 1.0)
+    return np.minimum(out, 1.0)
+
+
+def randomized_tukey_hsd(matrix: np.ndarray, permutations: int, seed: int) -> np.ndarray:
+    """Carterette's (2012) randomized Tukey HSD over the runs (columns) of ``matrix`` (queries x runs):
+    each trial permutes every query's values across the runs; p(i, j) = (count + 1) /
+    (permutations + 1), count the trials whose largest minus smallest run mean reaches
+    |mean_i - mean_j|. A k x k matrix of p-values (1 on the diagonal)."""
+    n, k = matrix.shape
+    if n == 0 or k < 2:
+        return np.full((k, k), math.nan)
+    means = matrix.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :])
+    rng = np.random.default_rng(seed)
+    ranges = []
+    for lo in range(0, permutations, BATCH):
+        b = min(BATCH, permutations - lo)
+        shuffled = rng.permuted(np.broadcast_to(matrix, (b, n, k)), axis=2)
+        trial = shuffled.mean(axis=1)
+        ranges.append(trial.max(axis=1) - trial.min(axis=1))
+    spread = np.sort(np.concatenate(ranges)) if ranges else np.empty(0)
+    count = len(spread) - np.searchsorted(spread, observed.ravel() - 1e-12, side="left")
+    out = ((count + 1) / (permutations + 1)).reshape(k, k)
+    np.fill_diagonal(out, 1.0)
+    return out
