@@ -78,6 +78,8 @@ _bytes_option = _checked(_size, lambda v: v >= 0, "a size: bytes, or with a unit
                          "a size >= 0 (0: read the run whole)")
 _alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a significance level between 0 and 1 (e.g. 0.05)")
+_level = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
+                  "a confidence level between 0 and 1 (e.g. 0.95)")
 _positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
 
 
@@ -189,7 +191,7 @@ def _add_compare(sub, parents: dict) -> None:
     c.add_argument("--ci", choices=["t", "bootstrap"], default=None,
                    help="confidence intervals of the means and mean differences: t (default) or bootstrap "
                         "(percentile, seeded; the default with --test bootstrap)")
-    c.add_argument("--ci-level", type=_alpha, default=0.95, metavar="LEVEL",
+    c.add_argument("--ci-level", type=_level, default=0.95, metavar="LEVEL",
                    help="the intervals' confidence level, between 0 and 1 (default 0.95)")
     c.add_argument("--show", nargs="+", choices=["ci"], default=[], metavar="WHAT",
                    help="ci: print each mean's interval in Markdown and LaTeX (CSV and JSON lines always have it)")

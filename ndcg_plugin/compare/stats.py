@@ -88,9 +88,9 @@ def mean_interval(values: np.ndarray, method: str, level: float, resamples: int,
     mean = float(values.mean())
     if method == "bootstrap":
         return _percentile_interval(bootstrap_means(values, resamples, seed), level)
-    sd = float(values.std(ddof=1))
-    if sd == 0:
+    if np.all(values == values[0]):  # no spread (std would be a rounding residue, not 0)
         return mean, mean
+    sd = float(values.std(ddof=1))
     from scipy.special import stdtrit  # not scipy.stats: a third of its import time
     half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd / math.sqrt(n)
     return mean - half, mean + half
@@ -104,9 +104,9 @@ def effect_sizes(d: np.ndarray) -> tuple[float, float]:
     n = len(d)
     if n < 2:
         return math.nan, math.nan
-    sd = float(d.std(ddof=1))
-    if sd == 0:
+    if np.all(d == d[0]):  # no spread (std would be a rounding residue, not 0)
         return math.nan, math.nan
+    sd = float(d.std(ddof=1))
     dz = float(d.mean()) / sd
     if n < 3:
         return dz, math.nan
