@@ -185,7 +185,7 @@ def to_latex(result: Comparison, places: int = 4, show: tuple = ()) -> str:
     lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{" + "l" * lead + "r" * len(measures) + "}",
              r"\toprule", " & ".join(head + [_latex_escape(m) for m in measures]) + r" \\", r"\midrule"]
     lines += [" & ".join([*(_latex_escape(x) for x in c[:lead]), *c[lead:]]) + r" \\" for c in rows]
-    symbols = tuple(f"${s}$" for s in LATEX_SYMBOLS)
+    symbols = tuple(f"$^{{{s}}}$" for s in LATEX_SYMBOLS)
     note = _footnote(result, symbols, show)
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_caption(note, symbols) +
               r"; best per column in bold.}", r"\end{table}"]
