@@ -276,3 +276,30 @@ def test_cli_show_ci_prints_the_interval(tmp_path):
     boot = helpers.run_main("compare", q, str(runs["bm25"]), str(runs["top5"]), "-m", "NDCG_lin@10", "--names", "a",
                             "b", "--show", "ci", "--ci", "bootstrap", "--permutations", "500", "-o", "latex")
     assert boot.returncode == 0 and "percentile bootstrap" in boot.stdout and " [0." in boot.stdout
+
+
+# ---- fast paths against slow paths -----------------------------------------------------------
+
+def test_batched_randomization_tests_equal_one_test_at_a_time():
+    rng = np.random.default_rng(9)
+    for n in (5, 12, 40):  # exact (2^n <= 10,000) and Monte Carlo
+        d = rng.normal(0.05, 0.3, size=(n, 7))
+        batched = cmp.randomization_tests(d, 10_000, seed=2)
+        alone = [cmp.randomization_test(d[:, j], 10_000, seed=2) for j in range(7)]
+        assert batched.tolist() == alone
+
+
+def test_compare_streaming_run_files_equals_compare_of_tables_read_whole(tmp_path):
+    import ndcg_plugin
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    files = _four_runs(tmp_path)
+    measures = ["NDCG_lin@10", "MRR_ignore(rel=2)@10", "HitRate_item@10", "R(rel=2)@1000"]
+    streamed = cmp.compare(str(qrels), files, measures, all_pairs=True, test="randomization", permutations=2000)
+    tables = {n: ndcg_plugin.read(p, "run") for n, p in files.items()}
+    whole = cmp.compare(ndcg_plugin.read(str(qrels), "qrels"), tables, measures, all_pairs=True,
+                        test="randomization", permutations=2000)
+    assert streamed.means == whole.means
+    for r in files:
+        for m in streamed.measure_names:
+            assert streamed.per_query[r][m].equals(whole.per_query[r][m]), (r, m)
+    assert streamed.pairs().equals(whole.pairs())

@@ -51,6 +51,7 @@ from .stats import (
     effect_sizes,
     mean_interval,
     randomization_test,
+    randomization_tests,
     randomized_tukey_hsd,
     t_test,
     tukey_hsd,
@@ -58,7 +59,8 @@ from .stats import (
 )
 
 __all__ = ["Comparison", "Test", "bootstrap_test", "compare", "correct_pvalues", "effect_sizes",
-           "mean_interval", "randomization_test", "t_test", "tukey_hsd", "randomized_tukey_hsd", "wins_ties_losses"]
+           "mean_interval", "randomization_test", "randomization_tests", "t_test", "tukey_hsd",
+           "randomized_tukey_hsd", "wins_ties_losses"]
 
 PAIRWISE_TESTS = ("t", "randomization", "bootstrap")
 FAMILY_TESTS = ("tukey", "randomized-tukey")

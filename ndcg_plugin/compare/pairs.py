@@ -15,6 +15,7 @@ from .stats import (
     effect_sizes,
     mean_interval,
     randomization_test,
+    randomization_tests,
     randomized_tukey_hsd,
     sign_flips,
     t_test,
@@ -59,11 +60,11 @@ def pairs_of(result: Any) -> list[tuple[str, str]]:
     return out
 
 
-def paired(result: Any, run: str, other: str, measure: str) -> tuple[np.ndarray, np.ndarray]:
-    """The two runs' values on the queries with a value in both."""
-    a, b = result.per_query[run][measure], result.per_query[other][measure]
-    both = (a.notna() & b.notna()).to_numpy()
-    return a.to_numpy()[both], b.to_numpy()[both]
+def paired(values: dict, run: str, other: str, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two runs' values on the queries with a value in both (``values``: {(run, measure): array})."""
+    a, b = values[(run, measure)], values[(other, measure)]
+    both = ~(np.isnan(a) | np.isnan(b))
+    return a[both], b[both]
 
 
 def describe(x: np.ndarray, y: np.ndarray, result: Any, permutations: int, seed: int) -> Test:
@@ -76,37 +77,59 @@ def describe(x: np.ndarray, y: np.ndarray, result: Any, permutations: int, seed:
     return Test(math.nan, False, interval, float(d.mean()) if n else math.nan, math.nan, dz, gz, wins, ties, losses, n)
 
 
-def pvalue(x: np.ndarray, y: np.ndarray, test: str, permutations: int, seed: int, flips: dict) -> float:
+def pvalue(x: np.ndarray, y: np.ndarray, test: str, permutations: int, seed: int) -> float:
     """The raw p-value of a pairwise test; NaN with no pair (nothing tested)."""
-    n = len(x)
-    if n == 0:
+    if len(x) == 0:
         return math.nan
     if test == "t":
         return t_test(x, y)
     if test == "randomization":
-        if n not in flips:  # one set of sign flips per number of pairs, shared by every comparison
-            flips[n] = sign_flips(n, permutations, seed)
-        return randomization_test(x - y, permutations, seed, flips[n])
+        return randomization_test(x - y, permutations, seed)
     if test == "bootstrap":
         return bootstrap_test(x - y, permutations, seed)[0]
     raise ValueError(f"not a pairwise test: {test!r}")
 
 
+def _randomization(diffs: list[np.ndarray], permutations: int, seed: int, flips: dict) -> list[float]:
+    """The randomization test's p-value of each difference vector, those with the same number of
+    pairs together (one set of sign flips per number of pairs, as each test alone would draw it)."""
+    out = [math.nan] * len(diffs)
+    by_n: dict[int, list[int]] = {}
+    for i, d in enumerate(diffs):
+        if len(d):
+            by_n.setdefault(len(d), []).append(i)
+    for n, idx in by_n.items():
+        if n not in flips:
+            flips[n] = sign_flips(n, permutations, seed)
+        for lo in range(0, len(idx), 256):  # a few hundred tests per product: memory stays small
+            chunk = idx[lo:lo + 256]
+            p = randomization_tests(np.column_stack([diffs[i] for i in chunk]), permutations, seed, flips[n])
+            for i, v in zip(chunk, p.tolist(), strict=True):
+                out[i] = v
+    return out
+
+
 def run_tests(result: Any, permutations: int, seed: int) -> None:
     """Fill ``result.tests``: every pair's statistics and corrected p-value, in both directions."""
     pairs = pairs_of(result)
+    values = {(r, m): result.per_query[r][m].to_numpy(dtype=float) for r in result.runs for m in result.measure_names}
     found: list[tuple[tuple[str, str, str], Test]] = []
+    diffs: list[np.ndarray] = []
     flips: dict = {}
     for m in result.measure_names:
         family = _family_pvalues(result, m, permutations, seed) if result.test not in _PAIRWISE else None
         for run, other in pairs:
-            x, y = paired(result, run, other, m)
+            x, y = paired(values, run, other, m)
             t = describe(x, y, result, permutations, seed)
             if family is not None:
                 t.raw_pvalue = family[result.runs.index(run), result.runs.index(other)]
-            else:
-                t.raw_pvalue = pvalue(x, y, result.test, permutations, seed, flips)
+            elif result.test != "randomization":
+                t.raw_pvalue = pvalue(x, y, result.test, permutations, seed)
+            diffs.append(x - y)
             found.append(((run, other, m), t))
+    if result.test == "randomization":
+        for (_, t), p in zip(found, _randomization(diffs, permutations, seed, flips), strict=True):
+            t.raw_pvalue = p
     adjusted = correct_pvalues([t.raw_pvalue for _, t in found], result.correction)
     for (key, t), p in zip(found, adjusted, strict=True):
         t.pvalue = p

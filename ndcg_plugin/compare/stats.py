@@ -32,12 +32,20 @@ def randomization_test(d: np.ndarray, permutations: int, seed: int, flips: list 
     """Fisher's paired randomization test, two-sided, on the mean difference of ``d``: the share of
     sign flips whose |mean| reaches the observed one (exact), or (count + 1) / (permutations + 1)
     over seeded random flips. ``flips``: :func:`sign_flips` of ``len(d)`` made once for many tests."""
-    n = len(d)
-    if n == 0:
+    if len(d) == 0:
         return 1.0
-    observed = abs(d.mean())
+    return float(randomization_tests(d[:, None], permutations, seed, flips)[0])
+
+
+def randomization_tests(d: np.ndarray, permutations: int, seed: int, flips: list | None = None) -> np.ndarray:
+    """:func:`randomization_test` of each column of ``d`` (n pairs x tests), with one set of sign
+    flips (the same flips each test would draw alone: one seed), as one matrix product per batch."""
+    n = d.shape[0]
+    observed = np.abs(d.mean(axis=0))
     flips = sign_flips(n, permutations, seed) if flips is None else flips
-    count = sum(int(np.sum(np.abs(s @ d) / n >= observed - 1e-12)) for s in flips)
+    count = np.zeros(d.shape[1], dtype=np.int64)
+    for s in flips:
+        count += np.sum(np.abs(s.astype(np.float64) @ d) / n >= observed - 1e-12, axis=0)
     total = sum(len(s) for s in flips)
     if n < 63 and 2 ** n <= permutations:
         return count / total
