@@ -8,6 +8,7 @@ msmarco: `ndcg-plugin compare QRELS RUN0 ... RUN9 -m <4 measures>` (baseline mod
 `ndcg-plugin eval QRELS RUNi <4 measures>` for the 10 runs one after the other; the qrels are
 make_workload.py's (benchmarks_data/cache/msmarco-shaped-NxD/qrels.txt, made here when
 missing), the runs make_workload.make_run with seeds 100, 101, ... (cached in its runs/).
+The shared data (../shared/data, or $NDCG_PLUGIN_SHARED_DATA) gives the real qrels.
 dl19: 50 copies of the DL19 BM25 run with seeded noise on the scores, 6 measures,
 `compare --all-pairs --test randomization`. Each command is one process; its wall time and peak
 RSS (os.wait4's ru_maxrss) are printed as a Markdown table. The numbers depend on the machine's
@@ -30,7 +31,7 @@ sys.path.insert(0, str(HERE))
 
 MSMARCO_MEASURES = ["nDCG@10", "MRR_zero@10", "R@1000", "AP"]
 DL19_MEASURES = ["nDCG@10", "NDCG_lin@10", "MRR_zero(rel=2)@10", "R(rel=2)@1000", "AP(rel=2)", "P(rel=2)@10"]
-SHARED = ROOT.parent.parent / "shared" / "data" / "msmarco-passage"
+SHARED = Path(os.environ.get("NDCG_PLUGIN_SHARED_DATA", ROOT.parent / "shared" / "data")) / "msmarco-passage"
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
@@ -52,7 +53,7 @@ def msmarco_files(queries: int, docs: int, runs: int) -> tuple[Path, list[Path]]
     qrels_path = out / "qrels.txt"
     if not qrels_path.exists():
         subprocess.run([sys.executable, str(HERE / "make_workload.py"), "--queries", str(queries), "--docs",
-                        str(docs)], check=True)
+                        str(docs), "--shared-qrels", str(SHARED / "qrels.dev-small.txt")], check=True)
     qrels = pd.read_csv(qrels_path, sep=" ", header=None, names=["query_id", "it", "doc_id", "relevance"], dtype=str)
     paths = []
     for i in range(runs):

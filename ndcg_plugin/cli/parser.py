@@ -80,6 +80,7 @@ _alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a significance level between 0 and 1 (e.g. 0.05)")
 _level = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a confidence level between 0 and 1 (e.g. 0.95)")
+_depth = _checked(int, lambda v: v >= 0, "a whole number >= 0", "a whole number >= 0 (0: every document)")
 _positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
 
 
@@ -223,6 +224,9 @@ def _add_reproduce(sub, parents: dict) -> None:
     ru.add_argument("--rbo", choices=["truncated", "ext"], default="truncated", help="truncated: repro_eval's "
                     "normalised truncated RBO, p 0.95 (default); ext: the paper's extrapolated RBO, p 0.8")
     ru.add_argument("--rbo-p", type=float, metavar="P", help="RBO's persistence (default: the variant's)")
+    ru.add_argument("--depth", type=_depth, default=1000, metavar="N",
+                    help="evaluate each topic's top N documents (trec_eval's order), as repro_eval keeps its top "
+                         "1000 (default 1000; 0: every document)")
     ru.add_argument("--per-topic", action="store_true", help="with -o csv or jsonl: also each topic's KTU, RBO "
                     "and measure values")
     ru.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
