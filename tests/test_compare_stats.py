@@ -303,3 +303,16 @@ def test_compare_streaming_run_files_equals_compare_of_tables_read_whole(tmp_pat
         for m in streamed.measure_names:
             assert streamed.per_query[r][m].equals(whole.per_query[r][m]), (r, m)
     assert streamed.pairs().equals(whole.pairs())
+
+
+def test_a_pair_with_no_query_valued_in_both_runs_has_no_p_value_and_the_note_says_why():
+    # by hand: MRR_ignore@1 has a value only where the relevant doc is at rank 1; run "miss" never
+    # has it there, so no query pairs: no p-value (not 1.0 from zero pairs), left out of the family
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
+    hit = {"q1": {"a": 2.0, "x": 1.0}, "q2": {"b": 2.0, "x": 1.0}}
+    miss = {"q1": {"x": 2.0, "a": 1.0}, "q2": {"x": 2.0, "b": 1.0}}
+    result = cmp.compare(qrels, {"hit": hit, "miss": miss}, ["MRR_ignore@1", "nDCG@10"])
+    t = result.tests[("miss", "hit", "MRR_ignore@1")]
+    assert t.pairs == 0 and math.isnan(t.pvalue) and not t.significant
+    assert "not tested (no query has a value in both runs): hit and miss on MRR_ignore@1" in writers.to_markdown(result)
+    assert "over 1 comparisons" in writers.to_markdown(result)  # nDCG@10 only

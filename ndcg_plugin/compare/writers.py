@@ -154,6 +154,10 @@ def _footnote(result: Comparison, symbols: tuple, show: tuple) -> str:
         note = f"no run differs significantly from {' or '.join(result.baselines)} ({how})"
     if result.pairs_valued_only:
         note += f"; {' and '.join(result.valued_only)} pairs only the queries with a value in both runs"
+    untested = [f"{r} and {o} on {m}" for (r, o, m), t in result.tests.items() if t.pairs == 0 and
+                result.runs.index(r) < result.runs.index(o)]
+    if untested:
+        note += f"; not tested (no query has a value in both runs): {', '.join(untested)}"
     if "ci" in show:
         kind = "Student's t" if result.ci == "t" else "percentile bootstrap"
         shape = "± the half-width of" if result.ci == "t" else "[low, high]:"
