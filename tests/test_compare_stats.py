@@ -105,6 +105,18 @@ def test_a_list_of_runs_is_named_by_position_and_anything_else_is_a_type_error()
         cmp.compare(qrels, "run.trec", ["nDCG@10"])
 
 
+def test_a_baseline_is_named_by_name_position_path_or_stem_and_an_ambiguous_stem_is_refused():
+    names = ["bm25.trec", "rm3.trec.gz", "rm3.txt"]
+    assert cmp.resolve_run("bm25", names) == "bm25.trec"
+    assert cmp.resolve_run("/some/where/bm25.trec", names) == "bm25.trec"
+    assert cmp.resolve_run(2, names) == "rm3.txt"
+    assert cmp.resolve_run("rm3.trec", names) == "rm3.trec.gz"
+    with pytest.raises(ValueError, match="names several runs"):
+        cmp.resolve_run("rm3", names)
+    with pytest.raises(ValueError, match="is not one of the runs"):
+        cmp.resolve_run("bm26", names)
+
+
 def test_holm_over_nan_leaves_untested_comparisons_out():
     assert cmp.correct_pvalues([0.01, math.nan, 0.04], "holm") == pytest.approx([0.02, math.nan, 0.04], nan_ok=True)
 

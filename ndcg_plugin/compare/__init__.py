@@ -241,6 +241,8 @@ def resolve_run(name: Any, names: list[str]) -> str:
             found = [n for n in names if stem in _stems(n)]
             if len(found) == 1:
                 return found[0]
+            if found:
+                raise ValueError(f"baseline {text!r} names several runs ({', '.join(found)}): give its full name")
     raise ValueError(f"baseline {text!r} is not one of the runs {names} (give a run's name, file name or file "
                      "name without extensions)")
 
