@@ -183,8 +183,9 @@ def randomized_tukey_hsd(matrix: np.ndarray, permutations: int, seed: int) -> np
     observed = np.abs(means[:, None] - means[None, :])
     rng = np.random.default_rng(seed)
     ranges = []
-    for lo in range(0, permutations, BATCH):
-        b = min(BATCH, permutations - lo)
+    rows = max(1, min(BATCH, 4_000_000 // (n * k)))  # trials at once: at most 32 MB of shuffled values
+    for lo in range(0, permutations, rows):
+        b = min(rows, permutations - lo)
         shuffled = rng.permuted(np.broadcast_to(matrix, (b, n, k)), axis=2)
         trial = shuffled.mean(axis=1)
         ranges.append(trial.max(axis=1) - trial.min(axis=1))
