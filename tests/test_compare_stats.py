@@ -276,6 +276,17 @@ def test_cli_refusals_are_one_line(tmp_path, args, words):
     assert all(w in last for w in words), proc.stderr
 
 
+def test_cli_baseline_by_its_path_when_runs_are_renamed(tmp_path):
+    q = str(msmarco_file("qrels.dl19-passage.txt"))
+    runs = dl19_runs(tmp_path)
+    proc = helpers.run_main("compare", q, str(runs["bm25"]), str(runs["top5"]), "-m", "NDCG_lin@10", "--names", "a",
+                            "b", "--baseline", str(runs["top5"]), "-o", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split(",")[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert rows["b"].endswith(",,,,,,,,,,,,")  # b is the baseline: no comparison columns filled
+    assert not rows["a"].endswith(",")
+
+
 def test_cli_show_ci_prints_the_interval(tmp_path):
     q = str(msmarco_file("qrels.dl19-passage.txt"))
     runs = dl19_runs(tmp_path)

@@ -283,7 +283,8 @@ def cmd_compare(args) -> int:
             raise UsageError(f"--plot {args.plot}: {e}") from None
     measures = _parse_measures(args.measures)
     try:
-        baselines = [cmp.resolve_run(b, names) for b in args.baseline or ()]
+        by_path = {os.path.realpath(r): n for r, n in zip(args.runs, names, strict=True)}
+        baselines = [by_path.get(os.path.realpath(b)) or cmp.resolve_run(b, names) for b in args.baseline or ()]
         path, dataset = _qrels_source(args)
         # the run files are streamed by compare, one after the other, keeping only per-query values
         result = cmp.compare(_qrels(path, dataset), dict(zip(names, args.runs, strict=True)), measures,
