@@ -35,7 +35,9 @@ SHARED = Path(os.environ.get("NDCG_PLUGIN_SHARED_DATA", ROOT.parent / "shared" /
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one process."""
+    """(wall seconds, peak RSS in MB) of one process. Linux counts in a child's peak the memory of
+    the process it was forked from, so the runs are made in another process (``--make``) and this
+    one holds nothing large."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -46,24 +48,28 @@ def measure(argv: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024
 
 
-def msmarco_files(queries: int, docs: int, runs: int) -> tuple[Path, list[Path]]:
-    import pandas as pd
-    from make_workload import make_run
+def msmarco_files(queries: int, docs: int, runs: int, make: bool = False) -> tuple[Path, list[Path]]:
     out = HERE / "cache" / f"msmarco-shaped-{queries}x{docs}"
     qrels_path = out / "qrels.txt"
     if not qrels_path.exists():
         subprocess.run([sys.executable, str(HERE / "make_workload.py"), "--queries", str(queries), "--docs",
                         str(docs), "--shared-qrels", str(SHARED / "qrels.dev-small.txt")], check=True)
+    paths = [out / "runs" / f"run{i}.trec" for i in range(runs)]
+    if not make:
+        if not all(p.exists() for p in paths):
+            subprocess.run([sys.executable, __file__, "msmarco", "--make", "--runs", str(runs), "--queries",
+                            str(queries), "--docs", str(docs)], check=True)
+        return qrels_path, paths
+    import pandas as pd
+    from make_workload import make_run
     qrels = pd.read_csv(qrels_path, sep=" ", header=None, names=["query_id", "it", "doc_id", "relevance"], dtype=str)
-    paths = []
-    for i in range(runs):
-        path = out / "runs" / f"run{i}.trec"
+    for path in paths:
+        i = int(path.stem[3:])
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             run = make_run(qrels, docs, np.random.default_rng(100 + i)).drop_duplicates(["query_id", "doc_id"])
             run.to_csv(path, sep=" ", header=False, index=False, float_format="%.3f")
             print(f"made {path}", file=sys.stderr)
-        paths.append(path)
     return qrels_path, paths
 
 
@@ -88,7 +94,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, help="default: 10 (msmarco), 50 (dl19)")
     ap.add_argument("--queries", type=int, default=6980)
     ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--make", action="store_true", help="only make the msmarco runs (in the process that measures, "
+                    "their memory would count in every command's peak)")
     args = ap.parse_args()
+    if args.make:
+        msmarco_files(args.queries, args.docs, args.runs or 10, make=True)
+        return
     cli = [sys.executable, "-m", "ndcg_plugin"]
     rows = []
     if args.workload == "msmarco":

@@ -192,6 +192,15 @@ def test_tukey_hsd_equals_the_two_way_anova_and_the_studentized_range():
     assert stats.tukey_hsd(*matrix.T).statistic == pytest.approx(means[:, None] - means[None, :], abs=1e-12)
 
 
+@pytest.mark.parametrize("k, df", [(2, 3), (4, 126), (5, 1), (20, 60), (7, 6)])
+def test_studentized_range_tail_equals_scipys(k, df):
+    q = np.array([0.05, 0.3, 1.0, 2.5, 4.0, 6.0, 9.0])
+    ours = cmp.stats.studentized_range_sf(q, k, df)
+    expected = np.array([stats.studentized_range.sf(x, k, df) for x in q])
+    for a, b in zip(ours, expected, strict=True):
+        assert a == pytest.approx(b, rel=1e-9 if b >= 1e-4 else 1e-5, abs=1e-12 if b < 1e-8 else 0)
+
+
 def test_randomized_tukey_hsd_is_close_to_the_exact_permutation_distribution():
     matrix = np.array([[0.1, 0.5, 0.9], [0.2, 0.3, 0.8]])  # 2 queries x 3 runs: (3!)^2 = 36 permutations
     ranges = []

@@ -78,11 +78,18 @@ def _percentile_interval(boot: np.ndarray, level: float) -> tuple[float, float]:
 
 
 def t_test(x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided paired t-test (scipy's ``ttest_rel``); 1.0 with fewer than 2 pairs or no difference."""
-    from scipy import stats
+    """Two-sided paired t-test (scipy's ``ttest_rel``: t = mean(d) / (sd(d) / sqrt(n)), n - 1 degrees
+    of freedom, computed here without scipy.stats' per-call overhead); 1.0 with fewer than 2 pairs
+    or no difference (every |x - y| within numpy's ``allclose``); 0.0 for a constant nonzero difference."""
     if len(x) < 2 or np.allclose(x, y):
         return 1.0
-    return float(stats.ttest_rel(x, y).pvalue)
+    d = x - y
+    n = len(d)
+    if np.all(d == d[0]):
+        return 0.0  # t = +-inf (scipy: the same)
+    from scipy.special import stdtr  # not scipy.stats: a third of its import time
+    t = float(d.mean()) / (float(d.std(ddof=1)) / math.sqrt(n))
+    return float(2 * stdtr(n - 1, -abs(t)))
 
 
 def mean_interval(values: np.ndarray, method: str, level: float, resamples: int, seed: int) -> tuple[float, float]:
@@ -162,13 +169,60 @@ def tukey_hsd(matrix: np.ndarray) -> np.ndarray:
     mse = float(np.sum(resid * resid)) / df
     means = matrix.mean(axis=0)
     diff = np.abs(means[:, None] - means[None, :])
+    upper = np.triu_indices(k, 1)
     if mse == 0:
-        out = np.where(diff > 0, 0.0, 1.0)
+        p = np.where(diff[upper] > 0, 0.0, 1.0)
     else:
-        from scipy.stats import studentized_range
-        out = studentized_range.sf(diff / math.sqrt(mse / n), k, df)
+        p = studentized_range_sf(diff[upper] / math.sqrt(mse / n), k, df)
+    out[upper] = p
+    out.T[upper] = p
     np.fill_diagonal(out, 1.0)
     return np.minimum(out, 1.0)
+
+
+#: the quadrature nodes of :func:`studentized_range_sf`: z (the normal's range) and u = log(s)
+Z_NODES, U_NODES = 800, 400
+RANGE_ZERO = 60.0
+
+
+def range_sf(w: np.ndarray, k: int) -> np.ndarray:
+    """P(the range of k independent standard normals > w), for each w >= 0:
+    k * integral of phi(z) (Phi(z)^(k-1) - (Phi(z) - Phi(z - w))^(k-1)) dz, the difference written
+    a^m (-expm1(m log1p(-b/a))) so that a tiny probability keeps its digits; trapezoid rule on
+    [-9, 9] (the integrand is smooth and vanishes at both ends: exponential convergence)."""
+    z = np.linspace(-9.0, 9.0, Z_NODES)
+    phi = np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    from scipy.special import log_ndtr
+    log_a = log_ndtr(z)
+    ratio = np.minimum(np.exp(log_ndtr(z[None, :] - w.reshape(-1, 1)) - log_a[None, :]), 1.0)
+    with np.errstate(divide="ignore"):
+        inner = np.exp((k - 1) * log_a)[None, :] * -np.expm1((k - 1) * np.log1p(-ratio))
+    return k * (z[1] - z[0]) * (inner @ phi)
+
+
+def studentized_range_sf(q: np.ndarray, k: int, df: float) -> np.ndarray:
+    """P(Q > q) for the studentized range of k means with df degrees of freedom, for each q:
+    the integral over s = S / sigma (density of sqrt(chi2_df / df), substituted s = e^u) of
+    :func:`range_sf` (q s), by the trapezoid rule, vectorized over q. scipy's ``studentized_range.sf``
+    computes the same integral adaptively, one q at a time (80 ms each for 50 runs, 10 minutes for
+    a 50-run table of 6 measures); this agrees with it to 1e-9 relative for p >= 1e-4 and 1e-5 down
+    to p = 1e-8 (tests/test_compare_stats.py)."""
+    from scipy.special import gammaln
+    q = np.asarray(q, dtype=np.float64)
+    sd = 1 / math.sqrt(2 * df)
+    u = np.linspace(-(36.0 / df) - 10 * sd, 0.5 * math.log(1 + 80.0 / df) + 10 * sd, U_NODES)
+    log_c = (df / 2) * math.log(df) - gammaln(df / 2) - (df / 2 - 1) * math.log(2)
+    weights = np.exp(log_c + df * u - df * np.exp(2 * u) / 2) * (u[1] - u[0])
+    w = q.ravel()[:, None] * np.exp(u)[None, :]
+    # range_sf on a grid of w (step 0.005), its log interpolated by a cubic spline: smooth, and a
+    # grid shared by every q (the direct evaluation costs 800 normal cdfs per (q, u) node)
+    from scipy.interpolate import CubicSpline
+    top = min(max(float(w.max()), 1.0), RANGE_ZERO)  # beyond it, range_sf < 1e-300 for any k <= 10^6
+    grid = np.linspace(0.0, top, int(top / 0.005) + 2)
+    log_r = np.log(np.maximum(np.concatenate([range_sf(grid[i:i + 256], k) for i in range(0, len(grid), 256)]),
+                              1e-300))
+    out = np.where(w < RANGE_ZERO, np.exp(CubicSpline(grid, log_r)(np.minimum(w, top))), 0.0) @ weights
+    return np.clip(out, 0.0, 1.0).reshape(q.shape)
 
 
 def randomized_tukey_hsd(matrix: np.ndarray, permutations: int, seed: int) -> np.ndarray:
