@@ -321,6 +321,17 @@ def test_batched_randomization_tests_equal_one_test_at_a_time():
         assert batched.tolist() == alone
 
 
+def test_batched_bootstraps_equal_one_bootstrap_at_a_time():
+    rng = np.random.default_rng(10)
+    for n in (1, 7, 43):
+        d = rng.normal(0.05, 0.3, size=(n, 5))
+        batched = cmp.stats.bootstrap_tests(d, 2500, seed=4, level=0.9)
+        for j in range(5):
+            assert tuple(batched[j]) == cmp.bootstrap_test(d[:, j], 2500, seed=4, level=0.9)
+            if n >= 2:
+                assert tuple(batched[j, 1:]) == cmp.mean_interval(d[:, j], "bootstrap", 0.9, 2500, 4)
+
+
 def test_compare_streaming_run_files_equals_compare_of_tables_read_whole(tmp_path):
     import ndcg_plugin
     qrels = msmarco_file("qrels.dl19-passage.txt")

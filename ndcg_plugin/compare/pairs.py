@@ -11,6 +11,7 @@ import numpy as np
 
 from .stats import (
     bootstrap_test,
+    bootstrap_tests,
     correct_pvalues,
     effect_sizes,
     mean_interval,
@@ -73,7 +74,7 @@ def describe(x: np.ndarray, y: np.ndarray, result: Any, permutations: int, seed:
     n = len(d)
     dz, gz = effect_sizes(d)
     wins, ties, losses = wins_ties_losses(x, y)
-    interval = mean_interval(d, result.ci, result.ci_level, permutations, seed)
+    interval = mean_interval(d, "t", result.ci_level, 0, 0) if result.ci == "t" else (math.nan, math.nan)
     return Test(math.nan, False, interval, float(d.mean()) if n else math.nan, math.nan, dz, gz, wins, ties, losses, n)
 
 
@@ -109,6 +110,24 @@ def _randomization(diffs: list[np.ndarray], permutations: int, seed: int, flips:
     return out
 
 
+def _bootstrap(found: list, diffs: list[np.ndarray], result: Any, permutations: int, seed: int) -> None:
+    """The bootstrap's p-values and intervals, the tests with the same number of pairs together
+    (the same resamples, as each test alone would draw them: :func:`bootstrap_tests`)."""
+    by_n: dict[int, list[int]] = {}
+    for i, d in enumerate(diffs):
+        by_n.setdefault(len(d), []).append(i)
+    for n, idx in by_n.items():
+        if n == 0:
+            continue
+        values = bootstrap_tests(np.column_stack([diffs[i] for i in idx]), permutations, seed, result.ci_level)
+        for i, (p, lo, hi) in zip(idx, values.tolist(), strict=True):
+            t = found[i][1]
+            if result.test == "bootstrap":
+                t.raw_pvalue = p
+            if result.ci == "bootstrap" and n >= 2:
+                t.interval = (lo, hi)
+
+
 def run_tests(result: Any, permutations: int, seed: int) -> None:
     """Fill ``result.tests``: every pair's statistics and corrected p-value, in both directions."""
     pairs = pairs_of(result)
@@ -123,13 +142,15 @@ def run_tests(result: Any, permutations: int, seed: int) -> None:
             t = describe(x, y, result, permutations, seed)
             if family is not None:
                 t.raw_pvalue = family[result.runs.index(run), result.runs.index(other)]
-            elif result.test != "randomization":
+            elif result.test == "t":
                 t.raw_pvalue = pvalue(x, y, result.test, permutations, seed)
             diffs.append(x - y)
             found.append(((run, other, m), t))
     if result.test == "randomization":
         for (_, t), p in zip(found, _randomization(diffs, permutations, seed, flips), strict=True):
             t.raw_pvalue = p
+    if result.ci == "bootstrap" or result.test == "bootstrap":
+        _bootstrap(found, diffs, result, permutations, seed)
     adjusted = correct_pvalues([t.raw_pvalue for _, t in found], result.correction)
     for (key, t), p in zip(found, adjusted, strict=True):
         t.pvalue = p
