@@ -326,8 +326,10 @@ def test_compare_gives_no_p_value_from_zero_pairs_and_says_why(files, tmp_path):
     proc = helpers.run_main("compare", files[0], files[1], str(tmp_path / "none"), "-m", "MRR_ignore@10", "P@2",
                             "--names", "base", "none", "-o", "csv")
     assert proc.returncode == 0, proc.stderr
-    header, _, none = proc.stdout.strip().splitlines()
-    assert "p:MRR_ignore@10" not in header and "p:P@2" in header
+    import csv
+    rows = {r["run"]: r for r in csv.DictReader(proc.stdout.splitlines())}
+    none = rows["none"]  # no p-value (empty), zero pairs; P@2 is tested
+    assert none["p:MRR_ignore@10"] == "" and none["pairs:MRR_ignore@10"] == "0" and none["p:P@2"] != ""
     assert "ndcg-plugin: no p-value for none on MRR_ignore@10: no query has a value for MRR_ignore@10 in both none " \
            "and base" in proc.stderr.splitlines()
 
@@ -337,7 +339,9 @@ def test_compare_in_python_records_why_a_pair_has_no_test(files, tmp_path):
     (tmp_path / "none").write_text("q1 Q0 d9 1 1.0 r\nq2 Q0 d8 1 0.5 r\n")
     with pytest.warns(RuntimeWarning, match="no query has a value"):
         result = compare.compare(files[0], {"base": files[1], "none": str(tmp_path / "none")}, ["MRR_ignore@10"])
-    assert result.tests == {} and list(result.untested) == [("none", "MRR_ignore@10")]
+    assert list(result.untested) == [("none", "base", "MRR_ignore@10")]
+    test = result.tests[("none", "base", "MRR_ignore@10")]
+    assert test.pairs == 0 and math.isnan(test.pvalue) and not test.significant
 
 
 # --- 7o: IR_DATASETS_HOME set to the empty string ---------------------------------------------------------

@@ -89,7 +89,7 @@ def test_markdown_and_latex_tables_for_three_runs(tmp_path):
     tex = writers.to_latex(result)
     assert tex.count(r"\toprule") == tex.count(r"\midrule") == tex.count(r"\bottomrule") == 1
     assert r"\begin{tabular}{lrrr}" in tex and tex.count(r"\\") == 4 and r"\textbf{" in tex
-    assert r"NDCG\_lin@10" in tex and "$^\\dagger$" in tex
+    assert r"NDCG\_lin@10" in tex and "$^{\\dagger}$" in tex
     body = [line for line in tex.splitlines() if line.endswith(r"\\")]
     assert all(line.count("&") == 3 for line in body)
 
@@ -101,7 +101,8 @@ def test_compare_cli_formats(tmp_path, capsys):
     assert main(args) == 0 and "| bm25 |" in capsys.readouterr().out
     assert main([*args, "-o", "csv"]) == 0 and "p:NDCG_lin@10" in capsys.readouterr().out.splitlines()[0]
     assert main([*args, "-o", "jsonl", "--test", "bootstrap", "--permutations", "500"]) == 0
-    assert '"ci:NDCG_lin@10": [' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"diff_low:NDCG_lin@10": ' in out and '"diff_high:NDCG_lin@10": ' in out
     assert main([*args, "--baseline", "nope"]) == 2
 
 

@@ -25,9 +25,8 @@ from ..routing import NamedProvider
 from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
-from . import terminal
 from .messages import for_cli, one_line
-from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, say
+from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, out_of_memory, say
 
 
 def _read(data, kind: str, **options):
@@ -276,28 +275,34 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--names gives {len(names)} names for {len(args.runs)} runs")
     if len(set(names)) != len(names):
         raise UsageError(f"run names must differ, got {names}; use --names")
+    if args.baseline and len(set(args.baseline)) > writers.MAX_BASELINES:
+        raise UsageError(f"at most {writers.MAX_BASELINES} baselines (one symbol each), got {len(args.baseline)}")
     target = None
     if args.plot:  # checked before the work, which can be long
         try:
             target = writers.plot_target(args.plot)
         except ValueError as e:
             raise UsageError(f"--plot {args.plot}: {e}") from None
-    qrels = _read_qrels(args)
-    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates, queries=qrels_queries(qrels))
-            for n, r in zip(names, args.runs, strict=True)}
-    baseline = None
-    if args.baseline:
-        baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
+    measures = _parse_measures(args.measures)
     try:
-        result = cmp.compare(qrels, runs, _parse_measures(args.measures), baseline=baseline, test=args.test,
-                             correction=args.correction, alpha=args.alpha, permutations=args.permutations)
+        by_path = {os.path.realpath(r): n for r, n in zip(args.runs, names, strict=True)}
+        baselines = [by_path.get(os.path.realpath(b)) or cmp.resolve_run(b, names) for b in args.baseline or ()]
+        path, dataset = _qrels_source(args)
+        # the run files are streamed by compare, one after the other, keeping only per-query values
+        result = cmp.compare(_qrels(path, dataset), dict(zip(names, args.runs, strict=True)), measures,
+                             baseline=baselines or None, test=args.test, correction=args.correction, alpha=args.alpha,
+                             permutations=args.permutations, ci=args.ci, ci_level=args.ci_level,
+                             all_pairs=args.all_pairs, run_format=args.run_format, duplicates=args.duplicates)
     except ValueError as e:
+        if isinstance(e, InputError):
+            raise
         raise UsageError(str(e)) from None
-    writer = {"markdown": lambda r: writers.to_markdown(r, args.places),
-              "latex": lambda r: writers.to_latex(r, args.places), "csv": writers.to_csv,
+    show = tuple(args.show)
+    writer = {"markdown": lambda r: writers.to_markdown(r, args.places, show),
+              "latex": lambda r: writers.to_latex(r, args.places, show), "csv": writers.to_csv,
               "jsonl": writers.to_jsonl}[args.output]
     print(writer(result))
-    for (name, m), why in result.untested.items():
+    for (name, _, m), why in result.untested.items():
         say(f"no p-value for {name} on {m}: {why}")
     if target:
         try:
@@ -402,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("interrupted")
         return 130
     except (MemoryError, RuntimeError, ImportError) as e:  # also a thread or a library without memory to start
-        if not isinstance(e, MemoryError) and not terminal.out_of_memory(e):
+        if not isinstance(e, MemoryError) and not out_of_memory(e):
             raise
         say("error: out of memory (a run file streams in --block-size pieces; a run from stdin, from a "
              "DataFrame, or for other providers' measures is read whole)")

@@ -105,6 +105,9 @@ _bytes_option = _checked(_size, lambda v: 0 <= v <= MAX_BLOCK, "a size: bytes, o
                          "a size from 0 to 1024G (0: read the run whole)")
 _alpha = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
                   "a significance level between 0 and 1 (e.g. 0.05)")
+_level = _checked(float, lambda v: 0 < v < 1, "a number between 0 and 1",
+                  "a confidence level between 0 and 1 (e.g. 0.95)")
+_depth = _checked(int, lambda v: v >= 0, "a whole number >= 0", "a whole number >= 0 (0: every document)")
 _positive = _checked(int, lambda v: v >= 1, "a whole number >= 1", "a whole number >= 1 (e.g. 10000)")
 
 
@@ -200,15 +203,30 @@ def _add_compare(sub, parents: dict) -> None:
         compare_error(message)
 
     c.error = error_with_hint
-    c.add_argument("--baseline", help="the run the others are tested against (default: the first)")
+    c.add_argument("--baseline", action="append", metavar="RUN",
+                   help="a run the others are tested against (its name, file name, or file name without "
+                        "extensions); repeat for more baselines, each marked with its own symbol (default: the "
+                        "first run)")
+    c.add_argument("--all-pairs", action="store_true",
+                   help="test every run against every other; a cell's superscript letters name the runs it is "
+                        "significantly better than")
     c.add_argument("--names", nargs="+", help="names for the runs, in order (default: file names)")
-    c.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
-                   help="paired test over queries (default t)")
-    c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default="holm",
-                   help="multiple-comparison correction over (run, measure) pairs (default holm)")
+    c.add_argument("--test", choices=["t", "randomization", "bootstrap", "tukey", "randomized-tukey"], default="t",
+                   help="paired test over queries (default t); tukey (Tukey's HSD, queries as blocks) and "
+                        "randomized-tukey (Carterette 2012) with --all-pairs")
+    c.add_argument("--correction", choices=["holm", "bonferroni", "none"], default=None,
+                   help="multiple-comparison correction over every comparison in the table (default holm; the "
+                        "Tukey tests correct themselves)")
     c.add_argument("--alpha", type=_alpha, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
+    c.add_argument("--ci", choices=["t", "bootstrap"], default=None,
+                   help="confidence intervals of the means and mean differences: t (default) or bootstrap "
+                        "(percentile, seeded; the default with --test bootstrap)")
+    c.add_argument("--ci-level", type=_level, default=0.95, metavar="LEVEL",
+                   help="the intervals' confidence level, between 0 and 1 (default 0.95)")
+    c.add_argument("--show", nargs="+", choices=["ci"], default=[], metavar="WHAT",
+                   help="ci: print each mean's interval in Markdown and LaTeX (CSV and JSON lines always have it)")
     c.add_argument("--permutations", type=_positive, default=10_000,
-                   help="randomization flips / bootstrap resamples (default 10000; seeded)")
+                   help="randomization flips / bootstrap resamples / randomized Tukey trials (default 10000; seeded)")
     c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")
     c.add_argument("--plot", metavar="FILE.png", help="per-query difference chart (needs the [plot] extra)")
     c.set_defaults(handler="compare")
@@ -235,6 +253,9 @@ def _add_reproduce(sub, parents: dict) -> None:
     ru.add_argument("--rbo", choices=["truncated", "ext"], default="truncated", help="truncated: repro_eval's "
                     "normalised truncated RBO, p 0.95 (default); ext: the paper's extrapolated RBO, p 0.8")
     ru.add_argument("--rbo-p", type=float, metavar="P", help="RBO's persistence (default: the variant's)")
+    ru.add_argument("--depth", type=_depth, default=1000, metavar="N",
+                    help="evaluate each topic's top N documents (trec_eval's order), as repro_eval keeps its top "
+                         "1000 (default 1000; 0: every document)")
     ru.add_argument("--per-topic", action="store_true", help="with -o csv or jsonl: also each topic's KTU, RBO "
                     "and measure values")
     ru.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")

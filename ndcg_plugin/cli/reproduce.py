@@ -40,26 +40,37 @@ def to_csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False).rstrip("\n")
 
 
+#: how JSON lines write the numbers JSON has no literal for (docs/reproduce.md)
+NOT_FINITE = {math.inf: "inf", -math.inf: "-inf"}
+
+
 def _plain(value):
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating, float)):
-        return None if not math.isfinite(value) else float(value)
+        if math.isnan(value):
+            return None
+        return NOT_FINITE.get(float(value), float(value))
     if isinstance(value, (np.bool_,)):
         return bool(value)
     return value
 
 
 def to_jsonl(frame: pd.DataFrame) -> str:
-    """One JSON object per row; fields that are empty (NaN, None) are left out, except ``value``."""
+    """One JSON object per row; fields that are empty (NaN, None) are left out, except ``value``,
+    which is a number, or the string ``"inf"``, ``"-inf"`` or ``"nan"`` (JSON has no literal for them:
+    an ER over an original effect of exactly 0 is ``"inf"``; a mean over no topic is ``"nan"``)."""
     out = []
     for rec in frame.to_dict(orient="records"):
         line = {}
         for key, value in rec.items():
+            nan = isinstance(value, (float, np.floating)) and math.isnan(value)
             value = _plain(value)
-            missing = value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-            if key == "value" or not missing:
-                line[key] = None if missing else value
+            missing = value is None or value is pd.NA
+            if key == "value":
+                line[key] = "nan" if nan else None if missing else value
+            elif not missing:
+                line[key] = value
         out.append(json.dumps(line))
     return "\n".join(out)
 
@@ -99,13 +110,23 @@ def _measure_table(report: Reproduction, places: int) -> tuple[list[str], list[l
 
 def _notes(report: Reproduction) -> tuple[str, str]:
     n = len(report.topics["original"])
+    depth = (f"each topic's top {report.depth:,} documents in trec_eval's order (repro_eval's depth: --depth)"
+             if report.depth is not None else "every document of each topic (--depth 0)")
     lists = (f"Ranked lists: KTU and RBO ({report.rbo} RBO, p = {report.p:g}) of each original run and its "
-             f"reproduction, means over the topics in either run, documents in trec_eval's order")
+             f"reproduction, means over the topics in either run, documents in trec_eval's order; runs cut to "
+             f"{depth}")
     if report.paired:
-        measures = f"Effectiveness over the {n} qrels topics; paired two-sided t-tests, original against reproduced"
+        measures = (f"Effectiveness over the {n} qrels topics, {depth}; paired two-sided t-tests, original "
+                    f"against reproduced")
     else:
-        measures = (f"Effectiveness on two collections ({n} and {len(report.topics['reproduced'])} topics); "
-                    f"unpaired two-sided Student's t-tests, original against reproduced")
+        measures = (f"Effectiveness on two collections ({n} and {len(report.topics['reproduced'])} topics), "
+                    f"{depth}; unpaired two-sided Student's t-tests, original against reproduced")
+    if len(report.runs) == len(RUNS):
+        er = report.summary[report.summary["statistic"] == "ER"]
+        undefined = [str(m) for m, v in zip(er["measure"], er["value"], strict=True) if not math.isfinite(v)]
+        if undefined:
+            measures += (f"; ER of {', '.join(undefined)}: the original runs' ARPs are equal (no original effect to "
+                         f"reproduce), so ER is inf (or nan when the reproduction has none either)")
     return lists, measures
 
 
@@ -227,7 +248,7 @@ def command(args, resolve) -> tuple[str, str | None, int]:
         return table_output(frame, args.output, args.places), note, 0 if frame["within_rounding"].all() else 1
     report = compute_runs(qrels, args.orig_baseline, args.orig_advanced, args.rep_baseline, args.rep_advanced,
                           args.measures, rep_qrels=args.rep_qrels and resolve(args.rep_qrels), rbo=args.rbo,
-                          cutoffs=args.cutoffs or DEFAULT_CUTOFFS, p=args.rbo_p, **read)
+                          cutoffs=args.cutoffs or DEFAULT_CUTOFFS, p=args.rbo_p, depth=args.depth or None, **read)
     text = runs_output(report, args.output, args.places, args.per_topic)
     if not target:
         return text, None, 0

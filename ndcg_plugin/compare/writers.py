@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..formatting import format_value
 from . import Comparison
@@ -65,7 +68,44 @@ def plot(result: Comparison, path: str) -> None:
     plt.close(fig)
 
 
-def _cells(result: Comparison, places: int, bold, mark) -> list[list[str]]:
+#: each baseline's mark, in the order the baselines were given (Markdown, LaTeX math)
+SYMBOLS = ("†", "‡", "§", "¶", "♯", "*")
+LATEX_SYMBOLS = (r"\dagger", r"\ddagger", r"\S", r"\P", r"\sharp", r"\ast")
+MAX_BASELINES = len(SYMBOLS)
+SHOW = ("ci",)
+
+
+@dataclass(frozen=True)
+class Style:
+    """How a format marks a cell: bold, a baseline's symbols, all-pairs letters."""
+    bold: Callable[[str], str]
+    symbols: Callable[[list[int]], str]
+    letters: Callable[[str], str]
+    pm: str
+
+
+MARKDOWN = Style(lambda t: f"**{t}**", lambda ix: "".join(SYMBOLS[i] for i in ix),
+                 lambda s: f"<sup>{s}</sup>", "±")
+LATEX = Style(lambda t: f"\\textbf{{{t}}}", lambda ix: f"$^{{{''.join(LATEX_SYMBOLS[i] for i in ix)}}}$",
+              lambda s: f"$^{{{s}}}$", r"$\pm$")
+
+
+def _interval_text(result: Comparison, name: str, m: str, places: int, style: Style) -> str:
+    lo, hi = result.intervals.get((name, m), (math.nan, math.nan))
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    if result.ci == "t":  # symmetric: the half-width
+        return f" {style.pm} {format_value((hi - lo) / 2, places)}"
+    return f" [{format_value(lo, places)}, {format_value(hi, places)}]"
+
+
+def _superscript(result: Comparison, name: str, m: str) -> str:
+    letters = result.letters
+    better = [letters[o] for o in result.better_than(name, m)]
+    return ("," if any(len(x) > 1 for x in letters.values()) else "").join(better)
+
+
+def _cells(result: Comparison, places: int, style: Style, show: tuple = ()) -> list[list[str]]:
     measures = result.measure_names
     best = {m: max((result.means[n][m] for n in result.runs if not math.isnan(result.means[n][m])),
                    default=math.nan) for m in measures}
@@ -76,12 +116,17 @@ def _cells(result: Comparison, places: int, bold, mark) -> list[list[str]]:
             value = result.means[name][m]
             text = format_value(value, places) if not math.isnan(value) else "-"
             if not math.isnan(value) and value == best[m]:
-                text = bold(text)
-            test = result.tests.get((name, m))
-            if test is not None and test.significant:
-                text += mark
+                text = style.bold(text)
+            if "ci" in show:
+                text += _interval_text(result, name, m, places, style)
+            marks = [i for i, b in enumerate(result.baselines)
+                     if (t := result.tests.get((name, b, m))) is not None and t.significant]
+            if marks:
+                text += style.symbols(marks)
+            if result.all_pairs and (sup := _superscript(result, name, m)):
+                text += style.letters(sup)
             cells.append(text)
-        out.append(cells)
+        out.append([result.letters[name], *cells] if result.all_pairs else cells)
     return out
 
 
@@ -89,21 +134,43 @@ def _marked(result: Comparison) -> bool:
     return any(t.significant for t in result.tests.values())
 
 
-def _footnote(result: Comparison) -> str:
-    how = f"paired {result.test} test, {result.correction} correction, alpha {result.alpha}"
-    note = f"significantly different from {result.baseline} ({how})" if _marked(result) else \
-        f"no run differs significantly from {result.baseline} ({how})"
+def _how(result: Comparison) -> str:
+    family = sum(1 for t in result.tests.values() if not math.isnan(t.raw_pvalue)) // 2
+    if result.test in ("tukey", "randomized-tukey"):
+        name = "Tukey's HSD" if result.test == "tukey" else "randomized Tukey HSD"
+        return f"{name} over the pairs of each measure, alpha {result.alpha}"
+    return f"paired {result.test} test, {result.correction} correction over {family} comparisons, alpha {result.alpha}"
+
+
+def _footnote(result: Comparison, symbols: tuple, show: tuple) -> str:
+    how = _how(result)
+    if result.all_pairs:
+        note = (f"superscripts: the runs a run is significantly better than ({how})" if _marked(result)
+                else f"no two runs differ significantly ({how})")
+    elif _marked(result):
+        note = ", ".join(f"{symbols[i]} significantly different from {b}" for i, b in enumerate(result.baselines))
+        note += f" ({how})"
+    else:
+        note = f"no run differs significantly from {' or '.join(result.baselines)} ({how})"
     if result.pairs_valued_only:
         note += f"; {' and '.join(result.valued_only)} pairs only the queries with a value in both runs"
+    untested = [f"{r} and {o} on {m}" for (r, o, m), t in result.tests.items() if t.pairs == 0 and
+                result.runs.index(r) < result.runs.index(o)]
+    if untested:
+        note += f"; not tested (no query has a value in both runs): {', '.join(untested)}"
+    if "ci" in show:
+        kind = "Student's t" if result.ci == "t" else "percentile bootstrap"
+        shape = "± the half-width of" if result.ci == "t" else "[low, high]:"
+        note += f"; {shape} the {result.ci_level:g} {kind} confidence interval of the mean"
     return note
 
 
-def to_markdown(result: Comparison, places: int = 4) -> str:
+def to_markdown(result: Comparison, places: int = 4, show: tuple = ()) -> str:
     measures = result.measure_names
-    lines = ["| run | " + " | ".join(measures) + " |", "|---" * (len(measures) + 1) + "|"]
-    lines += ["| " + " | ".join(c) + " |" for c in _cells(result, places, lambda t: f"**{t}**", "†")]
-    mark = "† " if _marked(result) else ""
-    return "\n".join(lines + ["", f"{mark}{_footnote(result)}; best per column in bold."])
+    head = ["#", "run"] if result.all_pairs else ["run"]
+    lines = ["| " + " | ".join(head + measures) + " |", "|---" * (len(measures) + len(head)) + "|"]
+    lines += ["| " + " | ".join(c) + " |" for c in _cells(result, places, MARKDOWN, show)]
+    return "\n".join(lines + ["", f"{_footnote(result, SYMBOLS, show)}; best per column in bold."])
 
 
 _LATEX = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
@@ -114,29 +181,59 @@ def _latex_escape(text: str) -> str:
     return text.translate(_LATEX)
 
 
-def to_latex(result: Comparison, places: int = 4) -> str:
+def to_latex(result: Comparison, places: int = 4, show: tuple = ()) -> str:
     measures = result.measure_names
-    rows = _cells(result, places, lambda t: f"\\textbf{{{t}}}", "$^\\dagger$")
-    lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{l" + "r" * len(measures) + "}", r"\toprule",
-             "Run & " + " & ".join(_latex_escape(m) for m in measures) + r" \\", r"\midrule"]
-    lines += [" & ".join([_latex_escape(c[0]), *c[1:]]) + r" \\" for c in rows]
-    mark = r"$^\dagger$ " if _marked(result) else ""
-    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + mark + _latex_escape(_footnote(result)) +
+    rows = _cells(result, places, LATEX, show)
+    lead = 2 if result.all_pairs else 1
+    head = ["", "Run"] if result.all_pairs else ["Run"]
+    lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{" + "l" * lead + "r" * len(measures) + "}",
+             r"\toprule", " & ".join(head + [_latex_escape(m) for m in measures]) + r" \\", r"\midrule"]
+    lines += [" & ".join([*(_latex_escape(x) for x in c[:lead]), *c[lead:]]) + r" \\" for c in rows]
+    symbols = tuple(f"$^{{{s}}}$" for s in LATEX_SYMBOLS)
+    note = _footnote(result, symbols, show)
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_caption(note, symbols) +
               r"; best per column in bold.}", r"\end{table}"]
     return "\n".join(lines)
 
 
+def _latex_caption(note: str, symbols: tuple) -> str:
+    """The footnote escaped, its symbols (LaTeX math) and ± kept."""
+    parts = [note]
+    for s in symbols:
+        parts = [x for p in parts for x in _split_keep(p, s)]
+    return "".join(p if p in symbols else _latex_escape(p).replace("±", r"$\pm$") for p in parts)
+
+
+def _split_keep(text: str, sep: str) -> list[str]:
+    pieces = text.split(sep)
+    out = []
+    for i, p in enumerate(pieces):
+        if i:
+            out.append(sep)
+        out.append(p)
+    return out
+
+
 def to_csv(result: Comparison) -> str:
-    return result.table().rename_axis("run").to_csv()
+    """The table (:meth:`Comparison.table`), one row per run, without a blank line at the end."""
+    return result.table().rename_axis("run").to_csv().rstrip("\n")
+
+
+def _plain(value):
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
 
 
 def to_jsonl(result: Comparison) -> str:
+    """The table, one JSON object per run (NaN, no value: null)."""
     out = []
     for name, row in result.table().iterrows():
-        rec = {"run": name}
-        for k, v in row.items():
-            if isinstance(v, float) and math.isnan(v):
-                v = None
-            rec[k] = list(v) if isinstance(v, tuple) else v
-        out.append(json.dumps(rec))
+        out.append(json.dumps({"run": name, **{k: _plain(v) for k, v in row.items()}}))
     return "\n".join(out)

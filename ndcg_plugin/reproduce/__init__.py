@@ -37,10 +37,12 @@ from ..evaluation import Evaluation
 from ..measures import parse_measures
 from ..reading.sources import source_name
 from . import lists
-from .scores import Scored, check_topics, evaluate, read_qrels, read_run, topics_of
+from .scores import Scored, check_topics, evaluate, read_qrels, read_run, top_documents, topics_of
 
 #: the paper's cutoffs for KTU and RBO
 DEFAULT_CUTOFFS = (5, 10, 20, 50, 100, 1000)
+#: repro_eval's depth: its command line keeps each topic's top 1,000 documents before it evaluates
+DEFAULT_DEPTH = 1000
 #: each RBO variant's default persistence: repro_eval 0.5.0's, and the paper's
 DEFAULT_P = {"truncated": 0.95, "ext": 0.8}
 COLUMNS = ["statistic", "run", "version", "measure", "cutoff", "topic", "value", "topics", "test", "rbo", "p"]
@@ -58,6 +60,7 @@ class Reproduction:
     p: float
     paired: bool
     topics: dict[str, list[str]]
+    depth: int | None = DEFAULT_DEPTH   # each topic's documents evaluated (None: all)
     scores: dict[tuple[str, str], Scored] = field(default_factory=dict)
     per_topic_lists: dict[tuple[str, str, int], np.ndarray] = field(default_factory=dict)
     present: dict[str, np.ndarray] = field(default_factory=dict)  # run -> topics in either run of the pair
@@ -224,9 +227,12 @@ def _settings(cutoffs, rbo: str, p: float | None) -> tuple[list[int], float]:
 
 def compute_runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baseline: Any, rep_advanced: Any,
                  measures: list, *, rep_qrels: Any = None, cutoffs=DEFAULT_CUTOFFS, rbo: str = "truncated",
-                 p: float | None = None, run_format: str = "auto", duplicates: str = "error") -> Reproduction:
+                 p: float | None = None, run_format: str = "auto", duplicates: str = "error",
+                 depth: int | None = DEFAULT_DEPTH) -> Reproduction:
     """The report of :func:`runs`, as a :class:`Reproduction` (for the writers and the plot)."""
     cutoffs, p = _settings(cutoffs, rbo, p)
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be a whole number >= 1 (or None: every document), got {depth!r}")
     if (orig_advanced is None) != (rep_advanced is None):
         raise ValueError("give both advanced runs (original and reproduced) or neither")
     measures = parse_measures(measures)
@@ -239,17 +245,18 @@ def compute_runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baselin
     evaluations = {"original": Evaluation(measures, qrels=tables["original"])}
     evaluations["reproduced"] = (evaluations["original"] if rep_qrels is None
                                  else Evaluation(measures, qrels=tables["reproduced"]))
-    report = Reproduction([str(m) for m in measures], cutoffs, rbo, p, rep_qrels is None, topics)
+    report = Reproduction([str(m) for m in measures], cutoffs, rbo, p, rep_qrels is None, topics, depth)
     given = {("original", "baseline"): orig_baseline, ("reproduced", "baseline"): rep_baseline,
              ("original", "advanced"): orig_advanced, ("reproduced", "advanced"): rep_advanced}
     order = [(v, r) for r in RUNS for v in VERSIONS if given[(v, r)] is not None]
-    depth = max(cutoffs) if report.paired else None
+    list_depth = max(cutoffs) if report.paired else None
 
     def read(key: tuple[str, str]):  # on the worker thread: read, check, rank
         arrow_topics = pa.array(topics[key[0]], type=pa.large_string())
         table = read_run(given[key], run_format, duplicates)
         check_topics(table, arrow_topics, source_name(given[key], f"{key[0]} {key[1]} run"))
-        return table, depth and lists.rank_run(table, arrow_topics, depth)
+        table = top_documents(table, depth)  # repro_eval's trim: each topic's top `depth` documents
+        return table, list_depth and lists.rank_run(table, arrow_topics, list_depth)
 
     ranked = {}
     for (version, run), (table, ranked[version]) in zip(order, _read_ahead(order, read), strict=True):
@@ -268,17 +275,19 @@ def compute_runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baselin
 
 def runs(qrels: Any, orig_baseline: Any, orig_advanced: Any, rep_baseline: Any, rep_advanced: Any, measures: list,
          *, rep_qrels: Any = None, cutoffs=DEFAULT_CUTOFFS, rbo: str = "truncated", p: float | None = None,
-         per_topic: bool = False, run_format: str = "auto", duplicates: str = "error") -> pd.DataFrame:
+         per_topic: bool = False, run_format: str = "auto", duplicates: str = "error",
+         depth: int | None = DEFAULT_DEPTH) -> pd.DataFrame:
     """How close reproduced runs are to the original runs (see the module docstring): one row per
     number, with the columns :data:`COLUMNS` (``statistic``: ARP, RMSE, p_value, ER, DeltaRI, KTU,
     RBO, and with ``per_topic`` also ``score``). Runs and qrels in any form :func:`ndcg_plugin.read`
     takes; ``orig_advanced`` and ``rep_advanced`` may both be None (no ER, DeltaRI). ``rep_qrels``:
     the reproduction's qrels on another collection (unpaired tests; no KTU, RBO, RMSE).
     ``cutoffs``: KTU and RBO's; ``rbo``: ``"truncated"`` (repro_eval's, p 0.95) or ``"ext"`` (the
-    paper's, p 0.8); ``p`` overrides the persistence."""
+    paper's, p 0.8); ``p`` overrides the persistence; ``depth``: each topic's top documents
+    evaluated (trec_eval's order), repro_eval's 1,000 by default, None for every document."""
     return compute_runs(qrels, orig_baseline, orig_advanced, rep_baseline, rep_advanced, measures,
                         rep_qrels=rep_qrels, cutoffs=cutoffs, rbo=rbo, p=p, run_format=run_format,
-                        duplicates=duplicates).frame(per_topic)
+                        duplicates=duplicates, depth=depth).frame(per_topic)
 
 
 def table(published: Any, qrels: Any, runs: Any, **options) -> pd.DataFrame:
