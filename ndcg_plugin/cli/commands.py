@@ -25,7 +25,7 @@ from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
 from .messages import for_cli, one_line
-from .terminal import CheckedOutput, OutputError, ProgressBar, leave_stdout, say
+from .terminal import CheckedOutput, OutputError, leave_stdout, note, progress_bar, say
 
 
 def _read(data, kind: str, **options):
@@ -134,7 +134,7 @@ def cmd_eval(args) -> int:
             say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
                  f"{'it' if len(left) == 1 else 'them'}")
     measures = measures or _dataset_measures(dataset)
-    options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args), args.qrels_columns,
+    options = ReadOptions(args.run_format, args.duplicates, args.block_size, progress_bar(args.run), args.qrels_columns,
                           args.run_columns)
     try:
         # routed once: every measure the plugin's engine computes is computed by it (trec_eval's tie
@@ -159,10 +159,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _progress(args):
-    return ProgressBar(args.run) if sys.stderr is not None and sys.stderr.isatty() else None
-
-
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
     printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
@@ -173,7 +169,7 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
                                    args.run_columns, args.spark_plan or "engine", args.spark_ship or "auto",
                                    args.spark_master or "local[*]", tuple(args.spark_conf or ()), args.by_query)
     try:
-        with command.files(options, measures) as (ev, results):
+        with command.files(options, measures, note) as (ev, results):
             for qid, values in (ev.rows() if args.by_query else ()):
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # queries without a value are omitted
@@ -263,6 +259,10 @@ def cmd_explain(args) -> int:
     return 0
 
 
+#: runs of this many lines in all take compare more than about 2 s to evaluate and test: a note says so
+NOTE_ROWS = 1_000_000
+
+
 def cmd_compare(args) -> int:
     from .. import compare as cmp
     from ..compare import writers
@@ -281,8 +281,10 @@ def cmd_compare(args) -> int:
         except ValueError as e:
             raise UsageError(f"--plot {args.plot}: {e}") from None
     qrels = _read_qrels(args)
-    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates, queries=qrels_queries(qrels))
-            for n, r in zip(names, args.runs, strict=True)}
+    runs = {n: _read(r, "run", run_format=args.run_format, duplicates=args.duplicates, queries=qrels_queries(qrels),
+                     progress=progress_bar(r)) for n, r in zip(names, args.runs, strict=True)}
+    if sum(map(len, runs.values())) >= NOTE_ROWS:
+        note(f"evaluating {len(runs)} runs of {sum(map(len, runs.values())):,} lines in all, and testing them")
     baseline = None
     if args.baseline:
         baseline = args.baseline if args.baseline in runs else os.path.basename(args.baseline)
