@@ -198,8 +198,11 @@ def _start(master: str, conf: dict, quiet: bool):
     except Exception as e:  # pyspark raises several classes for a JVM that did not start
         launch.stop_started()
         failure = _why(e, log)
-    except BaseException:  # Ctrl-C: no JVM of ours is left behind
+    except BaseException:  # Ctrl-C: no JVM of ours, nor its log, is left behind
         launch.stop_started()
+        if log is not None:
+            log.close()
+            os.unlink(log.name)
         raise
     finally:
         if log is not None:

@@ -1,0 +1,136 @@
+"""``eval --engine spark`` at its edges (issue 42: items 5, 7j, 16): inputs Spark cannot read (a FIFO,
+EIO), a ``java`` that never starts, Ctrl-C while the JVM starts and while the job runs, and the
+notes of its long phases. Every case but the Ctrl-C one runs without a real JVM: the inputs are
+refused before one starts (a ``session`` that fails the test proves it), and the ``java`` that
+never starts is a script."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.helpers import run_main
+
+pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
+
+
+@pytest.fixture
+def no_jvm(monkeypatch):
+    """A Spark session that fails the test if asked for: the case must end before a JVM starts."""
+    def refuse(*args, **kwargs):
+        pytest.fail("a Spark session was asked for: the input should have been refused before")
+    monkeypatch.setattr("ndcg_plugin.spark.command.session", refuse)
+
+
+def _files(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "q").write_text("q1 0 d1 1\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 1.0 t\n")
+    return str(tmp_path / "q"), str(tmp_path / "r")
+
+
+def _unblock_later(fifo: Path) -> threading.Timer:
+    """Opens ``fifo`` for writing after 20 s: were the command to open it for reading, the test
+    would fail instead of hanging."""
+    def unblock():
+        os.close(os.open(fifo, os.O_RDWR))  # a writer that comes and goes: a blocked reader reads EOF
+
+    timer = threading.Timer(20, unblock)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+# trec_eval 10.0 on a FIFO as the run: "trec_eval.get_results: Cannot read results file 'fifo'", exit 2
+@pytest.mark.parametrize("where", ["run", "qrels", "in-a-parquet-directory"])
+def test_spark_refuses_a_fifo_in_one_line_before_any_jvm(tmp_path, no_jvm, where):
+    qrels, run = _files(tmp_path)
+    if where == "in-a-parquet-directory":
+        (tmp_path / "run.parquet").mkdir()
+        fifo = tmp_path / "run.parquet" / "part-0.parquet"
+        run, named = str(tmp_path / "run.parquet"), str(fifo)
+    else:
+        fifo = tmp_path / "fifo"
+        named = str(fifo)
+        qrels, run = (str(fifo), run) if where == "qrels" else (qrels, str(fifo))
+    os.mkfifo(fifo)
+    timer = _unblock_later(fifo)
+    began = time.monotonic()
+    proc = run_main("eval", "--engine", "spark", qrels, run, "NDCG_lin@10")
+    timer.cancel()
+    assert time.monotonic() - began < 15, "the FIFO was opened"
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and "not a regular file (a FIFO)" in lines[0], proc.stderr
+
+
+# trec_eval 10.0 on /proc/self/mem as the run: "Cannot read results file '/proc/self/mem'", exit 2
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc/self/mem (reads fail with EIO)")
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_spark_read_error_on_an_input_is_one_line_before_any_jvm(tmp_path, no_jvm, which):
+    qrels, run = _files(tmp_path)
+    bad = "/proc/self/mem"  # open() succeeds, read() fails with EIO
+    proc = run_main("eval", "--engine", "spark", *((bad, run) if which == "qrels" else (qrels, bad)), "NDCG_lin@10")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines == ["ndcg-plugin: error: /proc/self/mem: cannot be read: Input/output error"], proc.stderr
+
+
+def test_a_read_error_after_the_checks_names_the_input_in_one_line(tmp_path, monkeypatch):
+    # EIO in the middle of a file, met by a helper that reads it whole (qrels' comment scan)
+    from ndcg_plugin.spark import command
+    qrels, run = _files(tmp_path)
+
+    def broken(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(command, "session", broken)
+    proc = run_main("eval", "--engine", "spark", qrels, run, "NDCG_lin@10")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"ndcg-plugin: error: {qrels} or {run}: cannot be read: Input/output error"], proc.stderr
+
+
+def _alive(pid: int) -> bool:
+    """A process that runs (a zombie, waiting for a parent that does not reap it, has stopped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _fake_java(tmp_path: Path, body: str) -> tuple[Path, Path]:
+    """A JAVA_HOME whose bin/java records its pid in a file, then runs ``body``."""
+    home, pids = tmp_path / "jdk", tmp_path / "java.pids"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text(f"#!/bin/sh\necho $$ >> {pids}\n{body}\n")
+    java.chmod(0o755)
+    return home, pids
+
+
+# pyspark waits for the JVM without a bound: a java that never starts hung the command
+@pytest.mark.parametrize(("timeout", "expected"), [
+    ("2", "Java did not start Spark within 2 s (set NDCG_PLUGIN_SPARK_START_TIMEOUT to wait longer)"),
+    ("abc", "NDCG_PLUGIN_SPARK_START_TIMEOUT='abc': expected a number of seconds above 0"),
+], ids=["bounded", "bad-bound"])
+def test_a_java_that_never_starts_is_one_line_within_the_bound(tmp_path, timeout, expected):
+    qrels, run = _files(tmp_path)
+    home, pids = _fake_java(tmp_path, "exec sleep 600")
+    env = {**os.environ, "JAVA_HOME": str(home), "NDCG_PLUGIN_SPARK_START_TIMEOUT": timeout,
+           "PYTHONPATH": str(ROOT)}
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "ndcg_plugin", "eval", "--engine", "spark", qrels, run, "NDCG_lin@10"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert time.monotonic() - began < 60
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+    assert len(started) == (1 if timeout == "2" else 0)
+    assert not [p for p in started if _alive(p)], "the java that never started is still running"
