@@ -6,6 +6,9 @@ never starts is a script."""
 from __future__ import annotations
 
 import os
+import select
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -134,3 +137,110 @@ def test_a_java_that_never_starts_is_one_line_within_the_bound(tmp_path, timeout
     started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     assert len(started) == (1 if timeout == "2" else 0)
     assert not [p for p in started if _alive(p)], "the java that never started is still running"
+
+
+def _processes() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, start time, command line) of every process, from /proc."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        out[int(entry)] = (int(fields[1]), fields[19], command)  # fields 4 (ppid) and 22 (starttime) of stat
+    return out
+
+
+class Watched:
+    """The command in a session of its own (as a terminal's foreground job: Ctrl-C is SIGINT to its
+    whole process group), standard error a terminal (a pty), and every process it starts seen
+    (polled from /proc) while it runs."""
+
+    def __init__(self, args: list[str], env: dict):
+        master, slave = os.openpty()
+        self.master, self.text, self.seen = master, "", {}
+        self.proc = subprocess.Popen([sys.executable, "-m", "ndcg_plugin", *args], stdout=subprocess.PIPE,
+                                     stderr=slave, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        os.close(slave)
+
+    def poll(self) -> None:
+        while select.select([self.master], [], [], 0)[0]:
+            try:
+                data = os.read(self.master, 4096)
+            except OSError:  # EIO: every writer of the pty has closed it
+                break
+            if not data:
+                break
+            self.text += data.decode("utf-8", "replace")
+        table = _processes()
+        new = True
+        while new:
+            new = False
+            for pid, (ppid, start, command) in table.items():
+                if pid not in self.seen and (ppid == self.proc.pid or ppid in self.seen):
+                    self.seen[pid] = (start, command)
+                    new = True
+
+    def wait_for(self, condition, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            self.poll()
+            if condition():
+                return True
+            time.sleep(0.1)
+        return False
+
+    def interrupt_and_end(self) -> int:
+        os.killpg(self.proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends
+        self.wait_for(lambda: False, 90)
+        code = self.proc.wait(30)
+        time.sleep(0.5)
+        self.poll()
+        os.close(self.master)
+        return code
+
+    def running(self, word: str) -> list[str]:
+        return [c for s, c in self.seen.values() if word in c]
+
+    def left(self) -> list[str]:
+        """The processes it started that still run (a zombie has stopped; a reused pid is another)."""
+        now = _processes()
+        return [command for pid, (start, command) in self.seen.items()
+                if pid in now and now[pid][1] == start and _alive(pid)]
+
+
+@pytest.mark.skipif(not shutil.which("java") and not os.environ.get("JAVA_HOME"), reason="needs Java (a real JVM)")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts processes through Linux's /proc")
+def test_ctrl_c_while_spark_starts_and_while_its_job_runs_is_one_line_130_and_leaves_no_process(tmp_path):
+    # Before: Ctrl-C while the JVM started left a JVM that never exits; during the job, the JVM's
+    # Python workers (in the terminal's process group) died of it: "Spark failed", exit 2
+    qrels, run = tmp_path / "q", tmp_path / "r"
+    qrels.write_text("".join(f"q{i} 0 d{i}_{j} {j % 3}\n" for i in range(2000) for j in range(5)))
+    run.write_text("".join(f"q{i} Q0 d{i}_{j} {j} {1000 - j} t\n" for i in range(2000) for j in range(300)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NDCG_PLUGIN_SPARK_START_TIMEOUT": "600"}
+    args = ["eval", "--engine", "spark", "--spark-master", "local[2]", str(qrels), str(run), "NDCG_lin@10"]
+    # 1. while the JVM starts: as soon as a java process runs
+    starting = Watched(args, env)
+    assert starting.wait_for(lambda: starting.running("java"), 60), starting.text
+    assert starting.interrupt_and_end() == 130, starting.text
+    lines = starting.text.strip().splitlines()
+    assert lines[-1].strip() == "ndcg-plugin: interrupted" and "Traceback" not in starting.text, starting.text
+    assert lines[0].startswith("ndcg-plugin: note: starting Spark"), starting.text  # stderr is a terminal
+    assert starting.running("java") and starting.left() == [], starting.left()
+    # 2. while the job runs: once the JVM's Python workers run (or 2 s after Spark said it started)
+    job = Watched(args, env)
+    assert job.wait_for(lambda: "Spark started in" in job.text, 600), job.text
+    began = time.monotonic()
+    job.wait_for(lambda: job.running("pyspark") or time.monotonic() - began > 2, 10)
+    assert job.proc.poll() is None, "the job ended before the interrupt: give it a longer run"
+    assert job.interrupt_and_end() == 130, job.text
+    lines = job.text.strip().splitlines()
+    assert lines[-1].strip() == "ndcg-plugin: interrupted", job.text
+    assert "Traceback" not in job.text and "Spark failed" not in job.text and "py4j" not in job.text, job.text
+    assert job.proc.stdout.read() == b""
+    assert job.running("java") and job.left() == [], job.left()

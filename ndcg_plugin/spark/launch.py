@@ -135,6 +135,11 @@ def stop(proc: subprocess.Popen, grace: float = 5.0) -> None:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         pass
+    if proc.stdin is not None:  # the pipe pyspark opened to the JVM (else an "unclosed file" warning)
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
 
 
 def stop_started() -> None:
