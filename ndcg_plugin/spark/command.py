@@ -3,6 +3,7 @@ evaluation of two files, and every failure as one line (:class:`CommandError`); 
 line (:func:`ndcg_plugin.cli.commands._eval_spark`) prints the results."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import stat
@@ -181,9 +182,21 @@ def files(options: SparkOptions, measures: list, note: Callable[[str], None] | N
             ev.unpersist()
 
 
+class _NoInterruptLogs(logging.Filter):
+    """Drops a log record of a KeyboardInterrupt: py4j logs one, with its traceback, on the root
+    logger (which then prints it) when Ctrl-C interrupts a call to the JVM; the command says
+    "interrupted" itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
+
+
 def _interrupt_plainly() -> None:
     """Ctrl-C raises KeyboardInterrupt at once (Python's own handler), instead of pyspark's, which
     first asks the JVM over py4j to cancel its jobs, from inside the call it interrupts; the
-    command stops the JVM instead (:func:`files`)."""
+    command stops the JVM instead (:func:`files`), and py4j's log of the interrupted call is dropped."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = logging.getLogger()
+    if not any(isinstance(f, _NoInterruptLogs) for f in root.filters):
+        root.addFilter(_NoInterruptLogs())
