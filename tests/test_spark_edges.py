@@ -5,6 +5,8 @@ refused before one starts (a ``session`` that fails the test proves it), and the
 never starts is a script."""
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import select
 import shutil
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import EXAMPLES, ROOT
 from tests.helpers import run_main
 
 pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
@@ -243,3 +245,57 @@ def test_ctrl_c_while_spark_starts_and_while_its_job_runs_is_one_line_130_and_le
     assert "Traceback" not in job.text and "Spark failed" not in job.text and "py4j" not in job.text, job.text
     assert job.proc.stdout.read() == b""
     assert job.running("java") and job.left() == [], job.left()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _main_with_stderr(stderr: io.StringIO, *args: str) -> tuple[int, str]:
+    """The command's main() with ``stderr`` as standard error (a terminal or not), stdout dropped."""
+    from ndcg_plugin.cli.commands import main
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(args))
+    return code, stderr.getvalue()
+
+
+# item 16: the JVM's start (10-60 s) was silent; a note says so first, on a terminal only
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "piped"])
+def test_spark_notes_its_start_on_a_terminal_only(tmp_path, monkeypatch, terminal):
+    from ndcg_plugin.spark import SparkUnavailable
+
+    def no_java(*args, **kwargs):
+        raise SparkUnavailable("the Spark engine needs Java 17 or later")
+    monkeypatch.setattr("ndcg_plugin.spark.command.session", no_java)
+    qrels, run = _files(tmp_path)
+    code, err = _main_with_stderr(_Terminal() if terminal else io.StringIO(), "eval", "--engine", "spark",
+                                  "--spark-master", "local[2]", qrels, run, "NDCG_lin@10")
+    assert code == 2
+    note = "ndcg-plugin: note: starting Spark (local[2]): a JVM starts, which takes 10-60 s"
+    error = "ndcg-plugin: error: the Spark engine needs Java 17 or later"
+    assert err.splitlines() == ([note, error] if terminal else [error]), err
+
+
+# item 16: compare of two 7M-line runs took 27 s in silence: a progress bar per run read and a note
+# before the evaluation and tests, on a terminal only
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "piped"])
+def test_compare_of_long_runs_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, terminal):
+    from ndcg_plugin.cli import commands
+    monkeypatch.setattr(commands, "NOTE_ROWS", 40)  # the two runs below: 2 x 21 lines
+    run = EXAMPLES / "example.run"
+    other = tmp_path / "other.run"
+    other.write_text(run.read_text())
+    code, err = _main_with_stderr(_Terminal() if terminal else io.StringIO(), "compare",
+                                  str(EXAMPLES / "example.qrels"), str(run), str(other), "-m", "NDCG_lin@10")
+    assert code == 0, err
+    if not terminal:
+        assert err == ""
+        return
+    lines = [ln.strip() for ln in err.replace("\r", "\n").splitlines() if ln.strip()]
+    assert "ndcg-plugin: note: evaluating 2 runs of 42 lines in all, and testing them" in lines, err
+    assert any("reading " + str(other) in ln for ln in lines), err  # the bar of a run's read
+    monkeypatch.setattr(commands, "NOTE_ROWS", 43)  # below the threshold: no note
+    code, err = _main_with_stderr(_Terminal(), "compare", str(EXAMPLES / "example.qrels"), str(run), str(other),
+                                  "-m", "NDCG_lin@10")
+    assert code == 0 and "note:" not in err, err
