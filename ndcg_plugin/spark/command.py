@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..measures import examples
-from .launch import stop_started
+from .launch import stop_at_exit
 from .session import SparkUnavailable, session
 
 #: inputs below this size start a JVM that compiles less (C1 only): seconds less to start
@@ -142,7 +142,7 @@ def files(options: SparkOptions, measures: list, note: Callable[[str], None] | N
     :meth:`~ndcg_plugin.spark.jobs.SparkJob.rows`. Input errors stay ValueError/InputError;
     anything else from Spark becomes a :class:`CommandError`. ``note``, if given, is told of each
     long phase before it starts (the JVM's start, the job). On Ctrl-C the JVM this process started
-    is stopped, with its workers, before KeyboardInterrupt goes on."""
+    is stopped, with its workers, when the process exits (:func:`~.launch.stop_at_exit`)."""
     from . import prepare_files
     check(options, measures)
     qrels, ev = qrels_file(options.qrels), None
@@ -163,11 +163,13 @@ def files(options: SparkOptions, measures: list, note: Callable[[str], None] | N
             ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
         yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
     except KeyboardInterrupt:
-        ev = None  # the JVM is stopped: nothing to unpersist
-        stop_started()
+        ev = None  # the JVM is stopped as the process exits: nothing to unpersist
+        stop_at_exit()
         raise
     except SparkUnavailable as e:
         raise CommandError(str(e)) from None
+    except ConnectionError as e:  # py4j's socket to a JVM that went away
+        raise CommandError(f"Spark failed: the connection to its JVM was lost ({e.strerror or e})") from None
     except OSError as e:  # a read error after the checks above (EIO in the middle of a file)
         raise InputError(e.filename or f"{qrels} or {options.run}", None,
                          f"cannot be read: {e.strerror or e}") from None

@@ -12,6 +12,7 @@ and fail the job ("Spark failed") instead of the command being interrupted.
 """
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import signal
@@ -26,6 +27,7 @@ TIMEOUT_VARIABLE = "NDCG_PLUGIN_SPARK_START_TIMEOUT"
 
 _lock = threading.Lock()
 _started: list[subprocess.Popen] = []  # the JVMs this process started, each the leader of its group
+_at_exit: list[bool] = []  # whether stop_started runs at exit
 
 
 class StartTimeout(RuntimeError):
@@ -149,3 +151,26 @@ def stop_started() -> None:
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
     while _started:
         stop(_started.pop())
+
+
+def stop_at_exit() -> None:
+    """Stop the JVMs this process started when it exits, and wait for them (a command that was
+    interrupted: its process ends at once, and leaves none behind; a program that runs the command
+    again in the same process finds the session alive meanwhile)."""
+    if not _at_exit:
+        atexit.register(_stop_quietly)
+        _at_exit.append(True)
+
+
+def _stop_quietly() -> None:
+    """:func:`stop_started` as the process ends. pyspark's accumulator server (a thread of this
+    process) prints a traceback when the JVM's connection to it breaks: the process has said what
+    it had to, so its standard error (descriptor 2) goes to /dev/null first."""
+    if _started:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            os.close(devnull)
+        except OSError:
+            pass
+        stop_started()
