@@ -19,6 +19,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 #: how long (seconds) the JVM may take to start before the command gives up on it; a JVM took
 #: 38-64 s on a loaded 2-core machine. NDCG_PLUGIN_SPARK_START_TIMEOUT sets another bound.
@@ -71,20 +73,14 @@ def start_timeout() -> float:
     return value
 
 
-def uses_connect(conf: dict) -> bool:
-    """Whether pyspark would start a Spark Connect server rather than a JVM gateway."""
-    mode = str(conf.get("spark.api.mode", os.environ.get("SPARK_API_MODE", ""))).lower()
-    return ("spark.remote" in conf or mode == "connect"
-            or any(v in os.environ for v in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")))
-
-
-def start(master: str, app: str, conf: dict):
-    """A SparkContext on a JVM started as the module docstring says; :class:`StartTimeout` when
-    it does not come up within :func:`start_timeout`. On any failure or interrupt, the JVM's
-    process group is stopped before the exception goes on."""
-    from pyspark import SparkConf, SparkContext, java_gateway
+@contextmanager
+def bounded() -> Iterator[None]:
+    """Around pyspark's start of a session (``builder.getOrCreate()``): a JVM it launches starts as
+    the module docstring says; :class:`StartTimeout` when it does not come up within
+    :func:`start_timeout`. On any failure or interrupt inside, the JVM's process group is stopped
+    before the exception goes on. (A session or context that exists launches nothing.)"""
+    from pyspark import java_gateway
     timeout = start_timeout()
-    spark_conf = SparkConf().setMaster(master).setAppName(app).setAll(list(conf.items()))
     launched: list[_GroupPopen] = []
 
     def popen(*args, **kwargs) -> _GroupPopen:
@@ -94,9 +90,9 @@ def start(master: str, app: str, conf: dict):
         return proc
 
     with _lock:
-        original, java_gateway.Popen = java_gateway.Popen, popen
+        original, java_gateway.Popen = java_gateway.Popen, popen  # pyspark's launcher runs Popen(command, ...)
         try:
-            gateway = java_gateway.launch_gateway(spark_conf)
+            yield
         except BaseException:
             for proc in launched:
                 stop(proc)
@@ -110,11 +106,6 @@ def start(master: str, app: str, conf: dict):
             for proc in launched:
                 proc.launching = False
     _started.extend(launched)
-    try:
-        return SparkContext(conf=spark_conf, gateway=gateway)
-    except BaseException:
-        stop_started()
-        raise
 
 
 def stop(proc: subprocess.Popen, grace: float = 5.0) -> None:

@@ -24,7 +24,6 @@ from . import launch
 
 #: local, local[4], local[*], local[4,2] (threads, max failures), local-cluster[2,1,1024]
 LOCAL = re.compile(r"^local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?$|^local-cluster\[[0-9]+, *[0-9]+, *[0-9]+\]$")
-UI_OFF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
 LOG4J = """\
 rootLogger.level = {level}
 logger.repl.name = org.apache.spark.repl.Main
@@ -171,9 +170,8 @@ def _start(master: str, conf: dict, quiet: bool):
         launch.start_timeout()
     except ValueError as e:
         raise SparkUnavailable(str(e)) from None
-    builder = SparkSession.builder.master(master).appName("ndcg-plugin")
-    for key, value in UI_OFF.items():
-        builder = builder.config(key, value)
+    builder = (SparkSession.builder.master(master).appName("ndcg-plugin")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     if master.startswith("local"):
         conf = _local_conf(master, conf)
     level = "off" if quiet else "error"
@@ -190,16 +188,13 @@ def _start(master: str, conf: dict, quiet: bool):
         os.dup2(log.fileno(), 2)
     failure = None
     try:
-        if not launch.uses_connect(conf):  # the JVM in a group of its own, its start bounded
-            launch.start(master, "ndcg-plugin", {**conf, **UI_OFF})
-        spark = builder.getOrCreate()
+        with launch.bounded():  # the JVM in a group of its own, its start bounded
+            spark = builder.getOrCreate()
     except launch.StartTimeout as e:
         failure = str(e)
     except Exception as e:  # pyspark raises several classes for a JVM that did not start
-        launch.stop_started()
         failure = _why(e, log)
-    except BaseException:  # Ctrl-C: no JVM of ours, nor its log, is left behind
-        launch.stop_started()
+    except BaseException:  # Ctrl-C: the JVM was stopped (launch.bounded); its log goes too
         if log is not None:
             log.close()
             os.unlink(log.name)
