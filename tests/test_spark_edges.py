@@ -22,11 +22,14 @@ import pytest
 from tests.conftest import EXAMPLES, ROOT
 from tests.helpers import run_main
 
-pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
+
+@pytest.fixture
+def pyspark_installed() -> None:
+    pytest.importorskip("pyspark", reason="the [spark] extra (pyspark) is not installed")
 
 
 @pytest.fixture
-def no_jvm(monkeypatch):
+def no_jvm(monkeypatch, pyspark_installed):
     """A Spark session that fails the test if asked for: the case must end before a JVM starts."""
     def refuse(*args, **kwargs):
         pytest.fail("a Spark session was asked for: the input should have been refused before")
@@ -86,7 +89,7 @@ def test_spark_read_error_on_an_input_is_one_line_before_any_jvm(tmp_path, no_jv
     assert lines == ["ndcg-plugin: error: /proc/self/mem: cannot be read: Input/output error"], proc.stderr
 
 
-def test_a_read_error_after_the_checks_names_the_input_in_one_line(tmp_path, monkeypatch):
+def test_a_read_error_after_the_checks_names_the_input_in_one_line(tmp_path, monkeypatch, pyspark_installed):
     # EIO in the middle of a file, met by a helper that reads it whole (qrels' comment scan)
     from ndcg_plugin.spark import command
     qrels, run = _files(tmp_path)
@@ -124,7 +127,7 @@ def _fake_java(tmp_path: Path, body: str) -> tuple[Path, Path]:
     ("2", "Java did not start Spark within 2 s (set NDCG_PLUGIN_SPARK_START_TIMEOUT to wait longer)"),
     ("abc", "NDCG_PLUGIN_SPARK_START_TIMEOUT='abc': expected a number of seconds above 0"),
 ], ids=["bounded", "bad-bound"])
-def test_a_java_that_never_starts_is_one_line_within_the_bound(tmp_path, timeout, expected):
+def test_a_java_that_never_starts_is_one_line_within_the_bound(tmp_path, pyspark_installed, timeout, expected):
     qrels, run = _files(tmp_path)
     home, pids = _fake_java(tmp_path, "exec sleep 600")
     env = {**os.environ, "JAVA_HOME": str(home), "NDCG_PLUGIN_SPARK_START_TIMEOUT": timeout,
@@ -218,7 +221,8 @@ class Watched:
 
 @pytest.mark.skipif(not shutil.which("java") and not os.environ.get("JAVA_HOME"), reason="needs Java (a real JVM)")
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts processes through Linux's /proc")
-def test_ctrl_c_while_spark_starts_and_while_its_job_runs_is_one_line_130_and_leaves_no_process(tmp_path):
+def test_ctrl_c_while_spark_starts_and_while_its_job_runs_is_one_line_130_and_leaves_no_process(tmp_path,
+                                                                                              pyspark_installed):
     # Before: Ctrl-C while the JVM started left a JVM that never exits; during the job, the JVM's
     # Python workers (in the terminal's process group) died of it: "Spark failed", exit 2
     qrels, run = tmp_path / "q", tmp_path / "r"
@@ -262,7 +266,7 @@ def _main_with_stderr(stderr: io.StringIO, *args: str) -> tuple[int, str]:
 
 # item 16: the JVM's start (10-60 s) was silent; a note says so first, on a terminal only
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "piped"])
-def test_spark_notes_its_start_on_a_terminal_only(tmp_path, monkeypatch, terminal):
+def test_spark_notes_its_start_on_a_terminal_only(tmp_path, monkeypatch, pyspark_installed, terminal):
     from ndcg_plugin.spark import SparkUnavailable
 
     def no_java(*args, **kwargs):
