@@ -119,7 +119,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli.commands import ProgressBar
+    from ndcg_plugin.cli.terminal import ProgressBar
 
     class Tty(stdio.StringIO):
         def isatty(self):
@@ -171,7 +171,7 @@ def test_progress_bar_counts_bytes_read_and_closes(tmp_path):
     import io as stdio
 
     from ndcg_plugin import read
-    from ndcg_plugin.cli.commands import ProgressBar
+    from ndcg_plugin.cli.terminal import ProgressBar
 
     run = tmp_path / "run"
     run.write_text("".join(f"q{i // 50} Q0 d{i} 0 {i} t\n" for i in range(2000)))

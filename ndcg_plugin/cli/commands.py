@@ -26,7 +26,7 @@ from ..trec_eval.check import crosscheck as run_crosscheck
 from ..trec_eval.check import default_measures, format_rows
 from . import parser as cli_parser
 from .messages import for_cli, one_line
-from .terminal import CheckedOutput, ClosedOutput, OutputError, ProgressBar, leave_stdout, out_of_memory, say
+from .terminal import CheckedOutput, ClosedOutput, OutputError, leave_stdout, note, out_of_memory, progress_bar, say
 
 
 def _read(data, kind: str, **options):
@@ -135,7 +135,7 @@ def cmd_eval(args) -> int:
             say(f"note: {', '.join(left)} left out: --provider {args.provider} does not compute "
                  f"{'it' if len(left) == 1 else 'them'}")
     measures = measures or _dataset_measures(dataset)
-    options = ReadOptions(args.run_format, args.duplicates, args.block_size, _progress(args), args.qrels_columns,
+    options = ReadOptions(args.run_format, args.duplicates, args.block_size, progress_bar(args.run), args.qrels_columns,
                           args.run_columns)
     try:
         # routed once: every measure the plugin's engine computes is computed by it (trec_eval's tie
@@ -160,10 +160,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _progress(args):
-    return ProgressBar(args.run) if sys.stderr is not None and sys.stderr.isatty() else None
-
-
 def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
     """``eval --engine spark``: files read and measures computed by Spark (ndcg_plugin.spark.command),
     printed exactly as the local engine's. Spark logs nothing; any failure is one line, exit 2."""
@@ -174,7 +170,7 @@ def _eval_spark(args, measures: list, writer: EvalWriter) -> int:
                                    args.run_columns, args.spark_plan or "engine", args.spark_ship or "auto",
                                    args.spark_master or "local[*]", tuple(args.spark_conf or ()), args.by_query)
     try:
-        with command.files(options, measures) as (ev, results):
+        with command.files(options, measures, note) as (ev, results):
             for qid, values in (ev.rows() if args.by_query else ()):
                 for m, v in zip(ev.measures, values, strict=True):
                     if not math.isnan(v):  # queries without a value are omitted
@@ -264,6 +260,10 @@ def cmd_explain(args) -> int:
     return 0
 
 
+#: run files this large in all (about 10^6 lines of a TREC run: 5 s) get a note before compare reads them
+NOTE_BYTES = 40 * 2**20
+
+
 def cmd_compare(args) -> int:
     from .. import compare as cmp
     from ..compare import writers
@@ -284,6 +284,8 @@ def cmd_compare(args) -> int:
         except ValueError as e:
             raise UsageError(f"--plot {args.plot}: {e}") from None
     measures = _parse_measures(args.measures)
+    if (size := sum(os.path.getsize(r) for r in args.runs if os.path.isfile(r))) >= NOTE_BYTES:
+        note(f"reading, evaluating and testing {len(args.runs)} runs of {size / 2**20:,.0f} MiB in all")
     try:
         by_path = {os.path.realpath(r): n for r, n in zip(args.runs, names, strict=True)}
         baselines = [by_path.get(os.path.realpath(b)) or cmp.resolve_run(b, names) for b in args.baseline or ()]
@@ -294,9 +296,7 @@ def cmd_compare(args) -> int:
                              permutations=args.permutations, ci=args.ci, ci_level=args.ci_level,
                              all_pairs=args.all_pairs, run_format=args.run_format, duplicates=args.duplicates)
     except ValueError as e:
-        if isinstance(e, InputError):
-            raise
-        raise UsageError(str(e)) from None
+        raise e if isinstance(e, InputError) else UsageError(str(e)) from None
     show = tuple(args.show)
     writer = {"markdown": lambda r: writers.to_markdown(r, args.places, show),
               "latex": lambda r: writers.to_latex(r, args.places, show), "csv": writers.to_csv,

@@ -1,6 +1,6 @@
 """The terminal side of the command line: standard output whose write errors are told apart
-(:class:`CheckedOutput`), one-line messages on standard error (:func:`say`), and the progress bar
-shown when standard error is a terminal."""
+(:class:`CheckedOutput`), one-line messages on standard error (:func:`say`), and, when standard
+error is a terminal, the progress bar and the notes of long phases (:func:`note`)."""
 from __future__ import annotations
 
 import os
@@ -80,6 +80,26 @@ class ClosedOutput:
 
     def flush(self) -> None:
         pass
+
+
+def on_terminal() -> bool:
+    """Whether standard error is a terminal: progress bars and notes of long phases go there only."""
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (ValueError, OSError):  # closed, or replaced by an object without a descriptor
+        return False
+
+
+def progress_bar(label: str) -> ProgressBar | None:
+    """A :class:`ProgressBar` reading ``label``, when standard error is a terminal."""
+    return ProgressBar(label) if on_terminal() else None
+
+
+def note(message: str) -> None:
+    """``note: message`` before a phase expected to take more than about 2 s (a JVM's start, a
+    comparison of long runs), when standard error is a terminal: a log or a pipe gets none."""
+    if on_terminal():
+        say(f"note: {message}")
 
 
 def say(message: str) -> None:

@@ -3,12 +3,19 @@ evaluation of two files, and every failure as one line (:class:`CommandError`); 
 line (:func:`ndcg_plugin.cli.commands._eval_spark`) prints the results."""
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator, Mapping
+import signal
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..measures import examples
+from .launch import stop_at_exit
 from .session import SparkUnavailable, session
 
 #: inputs below this size start a JVM that compiles less (C1 only): seconds less to start
@@ -81,26 +88,92 @@ def check(options: SparkOptions, measures: list) -> None:
         raise CommandError("--engine spark reads files (text or Parquet), not standard input")
 
 
+def check_file(path: str) -> None:
+    """A local input Spark can be given, checked before a JVM starts: it exists, is a regular file
+    (or a directory of them, read as Parquet) and can be read. Spark's reader would wait forever
+    on a FIFO (a terminal, a socket), and a read error (EIO) would come out of it as a traceback;
+    each is one :class:`~ndcg_plugin.errors.InputError` naming the path."""
+    if "://" in path and not path.startswith("file://"):
+        return  # read by Spark's file system (HDFS, S3): nothing to check here
+    local = path[len("file://"):] if path.startswith("file://") else path
+    try:
+        mode = os.stat(local).st_mode
+    except FileNotFoundError:
+        raise InputError(path, None, "file not found") from None
+    except OSError as e:
+        raise InputError(path, None, f"cannot be read: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        return _check_directory(path, local)
+    if not stat.S_ISREG(mode):
+        raise InputError(path, None, f"not a regular file ({_kind(mode)}): the Spark engine reads files; write "
+                         f"it to a file, or evaluate it without --engine spark (which reads pipes)")
+    try:
+        with open(local, "rb") as f:
+            f.read(1)
+    except OSError as e:
+        raise InputError(path, None, f"cannot be read: {e.strerror or e}") from None
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+
+
+def _check_directory(path: str, local: str) -> None:
+    """The files Spark would read in a directory (names not starting with ``_`` or ``.``) are regular."""
+    for top, dirs, names in os.walk(local):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        for name in names:
+            if not name.startswith(("_", ".")):
+                entry = os.path.join(top, name)
+                try:
+                    mode = os.stat(entry).st_mode
+                except OSError:
+                    continue  # a dangling link: Spark says so
+                if not stat.S_ISREG(mode):
+                    raise InputError(path, None, f"{entry} is not a regular file ({_kind(mode)}): the Spark "
+                                     f"engine reads files")
+
+
 @contextmanager
-def files(options: SparkOptions, measures: list) -> Iterator[tuple]:
+def files(options: SparkOptions, measures: list, note: Callable[[str], None] | None = None) -> Iterator[tuple]:
     """(job, aggregates) of the command's two files; with ``per_query`` the per-query table
     stays cached while the caller reads
     :meth:`~ndcg_plugin.spark.jobs.SparkJob.rows`. Input errors stay ValueError/InputError;
-    anything else from Spark becomes a :class:`CommandError`."""
+    anything else from Spark becomes a :class:`CommandError`. ``note``, if given, is told of each
+    long phase before it starts (the JVM's start, the job). On Ctrl-C the JVM this process started
+    is stopped, with its workers, when the process exits (:func:`~.launch.stop_at_exit`)."""
     from . import prepare_files
     check(options, measures)
     qrels, ev = qrels_file(options.qrels), None
+    for path in (qrels, options.run):
+        check_file(path)
+    note = note or (lambda text: None)
     try:
+        note(f"starting Spark ({options.master}): a JVM starts, which takes 10-60 s")
+        began = time.monotonic()
         spark = session(options.master, conf_for(list(options.conf), [qrels, options.run]), quiet=True)
+        _interrupt_plainly()
+        note(f"Spark started in {time.monotonic() - began:.0f} s; reading {options.qrels} and {options.run} "
+             f"and evaluating")
         ev = prepare_files(spark, qrels, options.run, measures, options.run_format, strategy=options.plan,
                            qrels_columns=options.qrels_columns, run_columns=options.run_columns,
                            duplicates=options.duplicates, ship=options.ship)
         if options.per_query:
             ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
         yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
+    except KeyboardInterrupt:
+        ev = None  # the JVM is stopped as the process exits: nothing to unpersist
+        stop_at_exit()
+        raise
     except SparkUnavailable as e:
         raise CommandError(str(e)) from None
-    except (ValueError, OSError, GeneratorExit):
+    except ConnectionError as e:  # py4j's socket to a JVM that went away
+        raise CommandError(f"Spark failed: the connection to its JVM was lost ({e.strerror or e})") from None
+    except OSError as e:  # a read error after the checks above (EIO in the middle of a file)
+        raise InputError(e.filename or f"{qrels} or {options.run}", None,
+                         f"cannot be read: {e.strerror or e}") from None
+    except (ValueError, GeneratorExit):
         raise
     except Exception as e:  # a job that failed for another reason (memory, a lost executor)
         if not type(e).__module__.startswith(("py4j", "pyspark")):
@@ -109,3 +182,23 @@ def files(options: SparkOptions, measures: list) -> Iterator[tuple]:
     finally:
         if ev is not None:
             ev.unpersist()
+
+
+class _NoInterruptLogs(logging.Filter):
+    """Drops a log record of a KeyboardInterrupt: py4j logs one, with its traceback, on the root
+    logger (which then prints it) when Ctrl-C interrupts a call to the JVM; the command says
+    "interrupted" itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
+
+
+def _interrupt_plainly() -> None:
+    """Ctrl-C raises KeyboardInterrupt at once (Python's own handler), instead of pyspark's, which
+    first asks the JVM over py4j to cancel its jobs, from inside the call it interrupts; the
+    command stops the JVM instead (:func:`files`), and py4j's log of the interrupted call is dropped."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    root = logging.getLogger()
+    if not any(isinstance(f, _NoInterruptLogs) for f in root.filters):
+        root.addFilter(_NoInterruptLogs())

@@ -241,8 +241,9 @@ class SparkJob:
                 with failures.reraise(self.files):
                     out.count()
                 again = self._settle(dict(seen.get))
-            except BaseException:
-                out.unpersist()
+            except BaseException as e:
+                if not isinstance(e, KeyboardInterrupt):  # py4j shut the connection down: the call would
+                    out.unpersist()                        # fail, and its error hide the interrupt
                 raise
             if not again:
                 return out

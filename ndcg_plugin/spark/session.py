@@ -20,6 +20,8 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from . import launch
+
 #: local, local[4], local[*], local[4,2] (threads, max failures), local-cluster[2,1,1024]
 LOCAL = re.compile(r"^local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?$|^local-cluster\[[0-9]+, *[0-9]+, *[0-9]+\]$")
 LOG4J = """\
@@ -164,6 +166,10 @@ def session(master: str | None = None, conf: dict | None = None, quiet: bool = F
 
 def _start(master: str, conf: dict, quiet: bool):
     from pyspark.sql import SparkSession
+    try:
+        launch.start_timeout()
+    except ValueError as e:
+        raise SparkUnavailable(str(e)) from None
     builder = (SparkSession.builder.master(master).appName("ndcg-plugin")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     if master.startswith("local"):
@@ -182,9 +188,17 @@ def _start(master: str, conf: dict, quiet: bool):
         os.dup2(log.fileno(), 2)
     failure = None
     try:
-        spark = builder.getOrCreate()
+        with launch.bounded():  # the JVM in a group of its own, its start bounded
+            spark = builder.getOrCreate()
+    except launch.StartTimeout as e:
+        failure = str(e)
     except Exception as e:  # pyspark raises several classes for a JVM that did not start
         failure = _why(e, log)
+    except BaseException:  # Ctrl-C: the JVM was stopped (launch.bounded); its log goes too
+        if log is not None:
+            log.close()
+            os.unlink(log.name)
+        raise
     finally:
         if log is not None:
             os.dup2(saved, 2)
