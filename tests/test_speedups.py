@@ -83,6 +83,29 @@ def test_group_codes_of_strings_in_order_in_c_equal_numpys(parts, in_order, typ)
 
 
 @built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["q2", "q10", "q1", "", "q1\x00", "user0000ab", "user0000a"]),
+                          st.integers(1, 4)), min_size=1, max_size=12), st.data())
+def test_run_codes_of_grouped_unsorted_strings_in_c_equal_the_runs_by_hand(runs, data):
+    """Runs of equal strings in any order (a run file grouped by query, not sorted), chunks cut
+    anywhere (a run across two chunks is one run): each string's run counted by hand, and the
+    groups those runs give equal numpy's (Arrow's run_end_encode, then hashing)."""
+    flat = [v for v, n in runs for _ in range(n)]
+    expected, code = [], -1
+    for i, v in enumerate(flat):
+        code += i == 0 or v != flat[i - 1]
+        expected.append(code)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(flat)), max_size=3)))
+    bounds = [0, *cuts, len(flat)]
+    arr = pa.chunked_array([pa.array(flat[a:b], type=pa.string()) for a, b in zip(bounds[:-1], bounds[1:],
+                                                                                  strict=True)], type=pa.string())
+    assert speedups.run_codes(arr).tolist() == expected
+    mine, theirs = group_codes(arr), numpy_twin(group_codes, arr)
+    assert mine.codes.dtype == theirs.codes.dtype and mine.codes.tolist() == theirs.codes.tolist()
+    assert mine.uniques.equals(theirs.uniques) and mine.sizes.tolist() == theirs.sizes.tolist()
+
+
+@built
 def test_group_codes_of_ids_that_share_their_first_8_bytes():
     """Ids compared beyond their first 8 bytes (by hand: sorted as Python sorts str, which for
     these ASCII ids is byte order), and a prefix of 8 bytes or fewer before its extensions."""
