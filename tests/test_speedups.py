@@ -26,7 +26,7 @@ from ndcg_plugin.arrays.exact import split_sums
 from ndcg_plugin.ranking.qrels_index import QrelsIndex
 from ndcg_plugin.ranking.ranked import trec_eval_order
 from ndcg_plugin.reading.columnar import empty_field
-from ndcg_plugin.reading.duplicates import distinct_within_small_queries
+from ndcg_plugin.reading.duplicates import distinct_within_queries, distinct_within_small_queries
 from ndcg_plugin.reading.sources import Chunk
 from tests.helpers import both_ways, numpy_twin, qrels_df
 from tests.helpers import run_cli as run_process
@@ -103,6 +103,28 @@ def test_run_codes_of_grouped_unsorted_strings_in_c_equal_the_runs_by_hand(runs,
     mine, theirs = group_codes(arr), numpy_twin(group_codes, arr)
     assert mine.codes.dtype == theirs.codes.dtype and mine.codes.tolist() == theirs.codes.tolist()
     assert mine.uniques.equals(theirs.uniques) and mine.sizes.tolist() == theirs.sizes.tolist()
+
+
+@built
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.sampled_from([1, 2, 63, 64, 65, 200, 1000]), st.data())
+def test_distinct_within_queries_of_one_size_in_c_equal_numpys(nq, size, data):
+    """Queries of one size, below and above the C loop's 64-row table (a hash table per query
+    beyond), with a repeated fingerprint or not, and codes that are not one query per row: the
+    C loop's answer is numpy's (each query's fingerprints sorted), and True exactly when no
+    query repeats a fingerprint."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    fp = rng.integers(0, 2**64, size=nq * size, dtype=np.uint64, endpoint=False)
+    if data.draw(st.booleans()) and size > 1:
+        q, i, j = (data.draw(st.integers(0, m)) for m in (nq - 1, size - 1, size - 1))
+        fp[q * size + i] = fp[q * size + j]
+    codes = np.repeat(np.arange(nq, dtype=np.int32), size)
+    if data.draw(st.booleans()):
+        codes[data.draw(st.integers(0, len(codes) - 1))] = data.draw(st.integers(0, nq))
+    mine, theirs = distinct_within_queries(fp, codes), numpy_twin(distinct_within_queries, fp, codes)
+    assert mine == theirs
+    grouped = len(codes) >= 2 and np.array_equal(codes, np.repeat(np.arange(nq, dtype=np.int32), size))
+    assert mine == (grouped and all(len(set(fp[k * size:(k + 1) * size].tolist())) == size for k in range(nq)))
 
 
 @built
