@@ -218,8 +218,9 @@ def _string_codes(arr: pa.ChunkedArray, any_order: bool) -> np.ndarray | None:
         parts = _strings(chunk)
         if parts is None:
             return None
+        extra = (True,) if any_order else ()
         try:
-            code = _C.increasing_codes(*parts, previous, code, out[pos: pos + len(chunk)], *((True,) if any_order else ()))
+            code = _C.increasing_codes(*parts, previous, code, out[pos: pos + len(chunk)], *extra)
         except TypeError:  # an extension built before any_order: numpy's way
             return None
         if code is None:
