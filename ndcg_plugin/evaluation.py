@@ -256,7 +256,8 @@ class Evaluation:
         self._provider, self._options, self._qrels = provider, options, qrels
         # a named provider computes every measure, the plugin's own too (through ir-measures)
         self._engine = tuple(m for m in measures if routes[m] == ENGINE and provider is None)
-        self._others = tuple(m for m in measures if m not in self._engine)
+        # by route, not by `in self._engine` (a tuple: one measure equality test per pair)
+        self._others = tuple(m for m in measures if not (routes[m] == ENGINE and provider is None))
 
     def only(self, measures: Iterable) -> Evaluation:
         """This evaluation restricted to some of its measures: their routes and the qrels (read

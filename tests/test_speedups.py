@@ -26,7 +26,7 @@ from ndcg_plugin.arrays.exact import split_sums
 from ndcg_plugin.ranking.qrels_index import QrelsIndex
 from ndcg_plugin.ranking.ranked import trec_eval_order
 from ndcg_plugin.reading.columnar import empty_field
-from ndcg_plugin.reading.duplicates import distinct_within_small_queries
+from ndcg_plugin.reading.duplicates import distinct_within_queries, distinct_within_small_queries
 from ndcg_plugin.reading.sources import Chunk
 from tests.helpers import both_ways, numpy_twin, qrels_df
 from tests.helpers import run_cli as run_process
@@ -80,6 +80,55 @@ def test_group_codes_of_strings_in_order_in_c_equal_numpys(parts, in_order, typ)
     mine, theirs = group_codes(arr), numpy_twin(group_codes, arr)
     assert mine.codes.dtype == theirs.codes.dtype and mine.codes.tolist() == theirs.codes.tolist()
     assert mine.uniques.equals(theirs.uniques) and mine.sizes.tolist() == theirs.sizes.tolist()
+
+
+@built
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["q2", "q10", "q1", "", "q1\x00", "user0000ab", "user0000a"]),
+                          st.integers(1, 4)), min_size=1, max_size=12), st.data())
+def test_run_codes_of_grouped_unsorted_strings_in_c_equal_the_runs_by_hand(runs, data):
+    """Runs of equal strings in any order (a run file grouped by query, not sorted), chunks cut
+    anywhere (a run across two chunks is one run): each string's run counted by hand, and the
+    groups those runs give equal numpy's (Arrow's run_end_encode, then hashing)."""
+    flat = [v for v, n in runs for _ in range(n)]
+    expected, code = [], -1
+    for i, v in enumerate(flat):
+        code += i == 0 or v != flat[i - 1]
+        expected.append(code)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(flat)), max_size=3)))
+    bounds = [0, *cuts, len(flat)]
+    arr = pa.chunked_array([pa.array(flat[a:b], type=pa.string()) for a, b in zip(bounds[:-1], bounds[1:],
+                                                                                  strict=True)], type=pa.string())
+    assert speedups.run_codes(arr).tolist() == expected
+    mine, theirs = group_codes(arr), numpy_twin(group_codes, arr)
+    assert mine.codes.dtype == theirs.codes.dtype and mine.codes.tolist() == theirs.codes.tolist()
+    assert mine.uniques.equals(theirs.uniques) and mine.sizes.tolist() == theirs.sizes.tolist()
+
+
+@built
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.sampled_from([1, 2, 63, 64, 65, 200, 1000]), st.data())
+def test_distinct_within_queries_of_one_size_in_c_equal_numpys(nq, size, data):
+    """Queries of one size, below and above the C loop's 64-row table (a hash table per query
+    beyond), with a repeated fingerprint or not, and codes that are not one query per row: the
+    C loop's answer is numpy's (each query's fingerprints sorted), and True exactly when no
+    query repeats a fingerprint."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    fp = rng.integers(0, 2**64, size=nq * size, dtype=np.uint64, endpoint=False)
+    if data.draw(st.booleans()) and size > 1:
+        q, i, j = (data.draw(st.integers(0, m)) for m in (nq - 1, size - 1, size - 1))
+        fp[q * size + i] = fp[q * size + j]
+    codes = np.repeat(np.arange(nq, dtype=np.int32), size)
+    if data.draw(st.booleans()):
+        codes[data.draw(st.integers(0, len(codes) - 1))] = data.draw(st.integers(0, nq))
+    mine, theirs = distinct_within_queries(fp, codes), numpy_twin(distinct_within_queries, fp, codes)
+    assert mine == theirs
+    # by hand: the runs of equal codes are queries 0, 1, 2, ... of one size, none repeating a fingerprint
+    starts = [i for i in range(len(codes)) if i == 0 or codes[i] != codes[i - 1]]
+    spans = list(zip(starts, [*starts[1:], len(codes)], strict=True))
+    grouped = len(codes) >= 2 and [int(codes[a]) for a, _ in spans] == list(range(len(spans))) \
+        and len({b - a for a, b in spans}) == 1
+    assert mine == (grouped and all(len(set(fp[a:b].tolist())) == b - a for a, b in spans))
 
 
 @built

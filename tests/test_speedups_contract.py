@@ -350,6 +350,7 @@ def _plain_calls() -> dict:
                                                   np.zeros(3, dtype=np.uint64), 8),
         "empty_field": lambda: speedups.empty_field(b"a b\n", 0, 4, b" ", False, False),
         "increasing_codes": lambda: speedups.increasing_codes(docs),
+        "run_codes": lambda: speedups.run_codes(pa.chunked_array([pa.array(["b", "a", "a"])])),
         "ideal_dcg": lambda: speedups.ideal_dcg(ints, ints + 1, 2, None, np.arange(3.0), np.ones(4)),
         "ranked_top": lambda: speedups.ranked_top(score, np.array([2, 1]), 1, None, group),
         "ranked_rows": lambda: speedups.ranked_rows(group, score, ints, np.ones(3, dtype=bool), np.arange(3), None,

@@ -116,13 +116,14 @@ static PyObject *empty_field(PyObject *self, PyObject *args) {
    distinct strings before string i, from `code` for the first string when it equals
    `previous` (bytes, or None for no string before), from code + 1 otherwise. Returns the last
    code given, or None at the first string smaller than the one before it (and when the
-   arguments disagree). */
+   arguments disagree). any_order (optional, 0 by default): a string smaller than the one before
+   it is no reason to stop; the codes then number the runs of equal strings, in order. */
 static PyObject *increasing_codes(PyObject *self, PyObject *args) {
     Py_buffer off, data, prev, out;
-    int width;
+    int width, any_order = 0;
     long long code;
     PyObject *previous;
-    if (!PyArg_ParseTuple(args, "y*iy*OLw*", &off, &width, &data, &previous, &code, &out)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*iy*OLw*|p", &off, &width, &data, &previous, &code, &out, &any_order)) return NULL;
     PyObject *result = NULL;
     int have_prev = previous != Py_None;
     if (have_prev && PyObject_GetBuffer(previous, &prev, PyBUF_SIMPLE) < 0) {
@@ -155,8 +156,8 @@ static PyObject *increasing_codes(PyObject *self, PyObject *args) {
                 c = m ? memcmp(d + s + 8, last + 8, (size_t)m) : 0;
             }
             if (c == 0) c = (len > last_len) - (len < last_len);
-            if (c < 0) { decreasing = 1; break; }
-            code += c > 0;
+            if (c < 0 && !any_order) { decreasing = 1; break; }
+            code += c != 0;
         }
         if (item == 4) ((int32_t *)out.buf)[i] = (int32_t)code; else ((int64_t *)out.buf)[i] = code;
         b = a;
@@ -350,7 +351,7 @@ static PyMethodDef methods[] = {
     {"dcg", ndcg_dcg, METH_VARARGS, "dcg(q, width, rank, rel, gain, negative, discount, cutoff, out) -> True or None"},
     {"equal_at", equal_at, METH_VARARGS, "equal_at(offsets_a, width_a, data_a, rows_a, offsets_b, width_b, data_b, rows_b, out) "
                                           "-> True or None"},
-    {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out) -> code or None"},
+    {"increasing_codes", increasing_codes, METH_VARARGS, "increasing_codes(offsets, width, data, previous, code, out, any_order=False) -> code or None"},
     {"empty_field", empty_field, METH_VARARGS, "empty_field(data, start, end, delimiter, first_column, has_cr) -> bool or None"},
     {"fingerprints", fingerprints, METH_VARARGS, "fingerprints(offsets, width, data, out) -> True or None"},
     {"heads", heads, METH_VARARGS, "heads(offsets, width, data, rows, head, length) -> True or None"},

@@ -20,8 +20,15 @@ PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
     }
     const uint64_t *f = fp.buf;
     int distinct = n >= 2 && offset_at(codes.buf, width, 0) == 0;
-    uint64_t *seen = distinct ? PyMem_RawMalloc(sizeof(uint64_t) * (size_t)most) : NULL;
-    if (distinct && seen == NULL) { PyErr_NoMemory(); goto done; }
+    /* a query of more than 64 rows: a table of 2^bits >= 2 * most slots, marked by turn too */
+    int bits = 7;
+    while ((1 << bits) < 2 * most) bits++;
+    uint64_t mask = (UINT64_C(1) << bits) - 1;
+    uint64_t *seen = distinct && most > 64 ? PyMem_RawMalloc(sizeof(uint64_t) * (size_t)(mask + 1)) : NULL;
+    int64_t *seen_turn = distinct && most > 64 ? PyMem_RawCalloc((size_t)(mask + 1), sizeof(int64_t)) : NULL;
+    if (distinct && most > 64 && (seen == NULL || seen_turn == NULL)) {
+        PyMem_RawFree(seen); PyMem_RawFree(seen_turn); PyErr_NoMemory(); goto done;
+    }
     uint64_t slot_fp[128];
     int64_t slot_turn[128], turn = 0;
     for (int i = 0; i < 128; i++) slot_turn[i] = 0;
@@ -43,18 +50,21 @@ PyObject *ndcg_distinct_small(PyObject *self, PyObject *args) {
                 slot_fp[s] = v;
             }
         } else {
-            for (int64_t i = 0; i < k; i++) {  /* insertion into the sorted fingerprints seen */
-                uint64_t v = f[a + i];
-                int64_t j = i;
-                while (j > 0 && seen[j - 1] > v) { seen[j] = seen[j - 1]; j--; }
-                if (j > 0 && seen[j - 1] == v) { distinct = 0; break; }
-                seen[j] = v;
+            turn++;
+            for (int64_t i = a; i < b && distinct; i++) {
+                uint64_t v = f[i];
+                uint64_t s = (v * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - bits);
+                while (seen_turn[s] == turn && seen[s] != v) s = (s + 1) & mask;
+                if (seen_turn[s] == turn) distinct = 0;
+                seen_turn[s] = turn;
+                seen[s] = v;
             }
         }
         a = b;
     }
     Py_END_ALLOW_THREADS
     PyMem_RawFree(seen);
+    PyMem_RawFree(seen_turn);
     result = PyBool_FromLong(distinct);
 done:
     PyBuffer_Release(&fp); PyBuffer_Release(&codes);

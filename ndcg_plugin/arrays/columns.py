@@ -184,16 +184,12 @@ def group_codes(values: Any, hash_always: bool = False) -> Groups:
         if codes is not None:
             first = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
             return Groups(codes, take_sorted(arr, first).combine_chunks(), np.diff(np.append(first, len(codes))))
-    import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
-
-    run_values, run_lengths = [], []
-    for chunk in arr.chunks:
-        if len(chunk) == 0:
-            continue
-        ree = pc.run_end_encode(chunk)
-        run_values.append(ree.values)
-        run_lengths.append(np.diff(to_numpy(ree.run_ends).astype(np.int64), prepend=0))
-    joined = pa.chunked_array(run_values, type=arr.type)
+    runs = None if hash_always else speedups.run_codes(arr)  # one C pass; else Arrow's, chunk by chunk
+    if runs is not None:
+        heads = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
+        joined, run_lengths = take_sorted(arr, heads), [np.diff(np.append(heads, len(runs)))]
+    else:
+        joined, run_lengths = _arrow_runs(arr)
     new = None if hash_always else _increasing_runs(joined)
     if new is not None:  # no hashing: each run's code counts the distinct values before it
         run_codes = np.cumsum(new, dtype=np.int64) - 1
@@ -204,6 +200,21 @@ def group_codes(values: Any, hash_always: bool = False) -> Groups:
     sizes = np.bincount(run_codes, weights=lengths, minlength=len(uniques)).astype(np.int64)
     dtype = np.int32 if len(uniques) < 2**31 else np.int64
     return Groups(np.repeat(run_codes.astype(dtype), lengths), uniques, sizes)
+
+
+def _arrow_runs(arr: pa.ChunkedArray) -> tuple[pa.ChunkedArray, list]:
+    """(the value of each run of equal neighbours, [the runs' lengths per chunk]), Arrow's
+    ``run_end_encode`` chunk by chunk (a run across two chunks is two runs)."""
+    import pyarrow.compute as pc  # on use: the run's parser starts before it is imported
+
+    run_values, run_lengths = [], []
+    for chunk in arr.chunks:
+        if len(chunk) == 0:
+            continue
+        ree = pc.run_end_encode(chunk)
+        run_values.append(ree.values)
+        run_lengths.append(np.diff(to_numpy(ree.run_ends).astype(np.int64), prepend=0))
+    return pa.chunked_array(run_values, type=arr.type), run_lengths
 
 
 def query_pieces(sizes: np.ndarray, max_rows: int) -> list[tuple[int, int, int, int]]:

@@ -196,6 +196,18 @@ def increasing_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
     gives them; None when some string is smaller than the one before it (the caller then hashes),
     or when the C loops are not at hand or decline. Zero-length chunks are passed over (they
     hold no string, and may hold no offsets buffer either)."""
+    return _string_codes(arr, False)
+
+
+def run_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
+    """Each string's run (int32, counted from 0): a run is a stretch of equal neighbours, in any
+    order (a run file grouped by query but not sorted: one run per query), across chunks; what
+    Arrow's ``run_end_encode`` finds, chunk by chunk, in one pass. None when the C loops are not at
+    hand or decline."""
+    return _string_codes(arr, True)
+
+
+def _string_codes(arr: pa.ChunkedArray, any_order: bool) -> np.ndarray | None:
     if _C is None or _width(arr.type) is None or arr.null_count or len(arr) >= 2**31:
         return None
     out = np.empty(len(arr), dtype=np.int32)
@@ -206,7 +218,11 @@ def increasing_codes(arr: pa.ChunkedArray) -> np.ndarray | None:
         parts = _strings(chunk)
         if parts is None:
             return None
-        code = _C.increasing_codes(*parts, previous, code, out[pos: pos + len(chunk)])
+        extra = (True,) if any_order else ()
+        try:
+            code = _C.increasing_codes(*parts, previous, code, out[pos: pos + len(chunk)], *extra)
+        except TypeError:  # an extension built before any_order: numpy's way
+            return None
         if code is None:
             return None
         last = chunk[len(chunk) - 1].as_buffer()

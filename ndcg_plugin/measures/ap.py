@@ -21,9 +21,10 @@ def average_precision(index, ranked, spec: Spec):
 
     from ..ranking.ranked import group_ranks
     from .aggregate import Values
-    from .judgments import num_rel, ratio, top_mask
-    hit = top_mask(ranked, ranked.relevant(spec.rel), spec.cutoff)
-    q, rank = ranked.q[hit], ranked.rank[hit]
+    from .judgments import num_rel, ratio, relevant_rows
+    q, rank = relevant_rows(ranked, spec.rel)  # the hits, by query in rank order
+    if not ranked.all_in_top(spec.cutoff):
+        q, rank = q[rank < spec.cutoff], rank[rank < spec.cutoff]
     so_far = (group_ranks(q) + 1).astype(np.float64)  # the hits of a query are in rank order
     sums = np.bincount(q, weights=so_far / (rank + 1.0), minlength=ranked.nq)
     return Values(ratio(sums, num_rel(index, ranked, spec.rel)))

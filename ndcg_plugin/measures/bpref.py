@@ -19,10 +19,12 @@ def bpref(index, ranked, spec: Spec):
 
     from .aggregate import Values
     from .judgments import num_nonrel, num_rel, ratio, running_count
-    relevant = ranked.relevant(spec.rel)
-    nonrel = ranked.judged & (ranked.rel >= 0) & (ranked.rel < spec.rel)
-    above = running_count(ranked.q, nonrel)[relevant]  # a relevant row is not non-relevant: exclusive
-    q = ranked.q[relevant]
+    # only the judged rows count: the running count is taken over them (few), in the same order
+    rows = ranked.memo(("judged positions",), lambda: np.flatnonzero(ranked.judged))
+    q_rows, labels = ranked.q[rows], ranked.rel[rows]
+    relevant_at, nonrel = labels >= spec.rel, (labels >= 0) & (labels < spec.rel)
+    above = running_count(q_rows, nonrel)[relevant_at]  # a relevant row is not non-relevant: exclusive
+    q = q_rows[relevant_at]
     r, n = num_rel(index, ranked, spec.rel)[q], num_nonrel(index, ranked, spec.rel)[q]
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(above > 0, 1.0 - np.minimum(above, r) / np.minimum(n, r).astype(np.float64), 1.0)

@@ -21,14 +21,17 @@ def inferred_ap(index, ranked, spec: Spec):
 
     from .aggregate import Values
     from .judgments import num_rel, ratio, running_count
-    relevant = ranked.relevant(spec.rel)
-    nonrel = ranked.judged & (ranked.rel >= 0) & (ranked.rel < spec.rel)
-    unjudged = ranked.judged & (ranked.rel < 0)
-    q = ranked.q[relevant]
-    r = (running_count(ranked.q, relevant)[relevant] - 1).astype(np.float64)
-    n = running_count(ranked.q, nonrel)[relevant].astype(np.float64)
-    u = running_count(ranked.q, unjudged)[relevant].astype(np.float64)
-    j = ranked.rank[relevant].astype(np.float64)
+    # r, n, u count judged rows only: the running counts are taken over them (few), in the same order
+    rows = ranked.memo(("judged positions",), lambda: np.flatnonzero(ranked.judged))
+    q_rows, labels = ranked.q[rows], ranked.rel[rows]
+    relevant = labels >= spec.rel
+    nonrel = (labels >= 0) & (labels < spec.rel)
+    unjudged = labels < 0
+    q = q_rows[relevant]
+    r = (running_count(q_rows, relevant)[relevant] - 1).astype(np.float64)
+    n = running_count(q_rows, nonrel)[relevant].astype(np.float64)
+    u = running_count(q_rows, unjudged)[relevant].astype(np.float64)
+    j = ranked.rank[rows][relevant].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         later = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((r + n + u) / j) * ((r + EPSILON) / (r + n + 2 * EPSILON))
     terms = np.where(j == 0, 1.0, later)

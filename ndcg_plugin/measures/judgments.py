@@ -48,9 +48,20 @@ def hits_in_top(ranked: Any, rel: int, cutoff: int | None) -> Any:
     np = _np()
 
     def count():
-        hit = top_mask(ranked, ranked.relevant(rel), cutoff)
-        return np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64)
+        if ranked.all_in_top(cutoff):
+            return np.bincount(relevant_rows(ranked, rel)[0], minlength=ranked.nq).astype(np.float64)
+        q, rank = relevant_rows(ranked, rel)  # the few relevant rows, not every row, compared to the cutoff
+        return np.bincount(q[rank < cutoff], minlength=ranked.nq).astype(np.float64)
     return ranked.memo(("relevant in top", rel, cutoff), count)
+
+
+def relevant_rows(ranked: Any, rel: int) -> tuple:
+    """(query code, rank) of the relevant rows (label >= ``rel``), by query in rank order (read
+    only, shared): what the counts of hits within a depth need, a small part of the rows."""
+    np = _np()
+    rows = ranked.memo(("relevant positions", rel), lambda: np.flatnonzero(ranked.relevant(rel)))
+    return (ranked.memo(("relevant q", rel), lambda: ranked.q[rows]),
+            ranked.memo(("relevant rank", rel), lambda: ranked.rank[rows]))
 
 
 def running_count(q: Any, flag: Any) -> Any:

@@ -27,10 +27,10 @@ def r_precision(index, ranked, spec: Spec):
     import numpy as np
 
     from .aggregate import Values
-    from .judgments import num_rel, ratio
+    from .judgments import num_rel, ratio, relevant_rows
     n_rel = num_rel(index, ranked, spec.rel)
-    hit = ranked.relevant(spec.rel) & (ranked.rank < n_rel[ranked.q])
-    return Values(ratio(np.bincount(ranked.q[hit], minlength=ranked.nq).astype(np.float64), n_rel))
+    q, rank = relevant_rows(ranked, spec.rel)  # only the relevant rows can count
+    return Values(ratio(np.bincount(q[rank < n_rel[q]], minlength=ranked.nq).astype(np.float64), n_rel))
 
 
 _LOCAL = {"P": precision, "R": recall, "Rprec": r_precision}

@@ -30,12 +30,10 @@ def rprec_mult(index, ranked, spec: Spec):
     ranked <= c) / c``, 0 when c = 0."""
     np = _np()
     from .aggregate import Values
-    from .judgments import num_rel
+    from .judgments import num_rel, relevant_rows
     (multiple,) = spec.params
     cut = np.trunc(multiple * num_rel(index, ranked, spec.rel).astype(np.float64) + 0.9)
-    # the relevant rows' (query, rank), found once for every multiple
-    q, rank = ranked.memo(("relevant rows", spec.rel), lambda: np.stack([ranked.q[ranked.relevant(spec.rel)],
-                                                                         ranked.rank[ranked.relevant(spec.rel)]]))
+    q, rank = relevant_rows(ranked, spec.rel)  # the relevant rows' (query, rank), found once for every multiple
     hit = rank < cut[q]
     hits = np.bincount(q[hit], minlength=ranked.nq).astype(np.float64)
     return Values(np.where(cut > 0, hits / np.where(cut > 0, cut, 1.0), 0.0))

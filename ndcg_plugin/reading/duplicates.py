@@ -17,7 +17,7 @@ from .formats import error_at
 
 POLICIES = ("error", "first", "max")
 _Q_MIX = np.uint64(0xD6E8FEB86659FD93)  # the query code's multiplier, other than the fingerprint's
-# the longest queries sorted one by one (32-bit keys: beyond, equal keys by chance get frequent)
+# the longest queries checked one by one (the C loop's hash table holds at most 4096 rows)
 _ROW_SORT_MAX = 4096
 # grouped queries of several sizes, each of at most this many rows, are checked size by size
 _SMALL_MAX = 64
@@ -78,12 +78,13 @@ def mask_of(block: Block) -> np.ndarray | None:
 
 
 def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
-    """True when no query holds a doc fingerprint twice, shown by sorting each query's
-    fingerprints, folded to 32 bits, on their own: for rows grouped by query with the same
-    number per query (a streamed block of a TREC run, 1000 per query) that costs about half of
-    one sort of the whole block. False when it cannot show it: rows not so arranged, or two
-    folded fingerprints equal within a query (about 1 in 10,000 queries of 1000 rows, or a
-    duplicate); the caller then checks exactly."""
+    """True when no query holds a doc fingerprint twice, for rows grouped by query with the same
+    number per query (a streamed block of a TREC run, 1000 per query): each query's fingerprints
+    checked on their own, which costs less than one sort of the whole block. False when it cannot
+    show it: rows not so arranged, or two equal fingerprints within a query (a duplicate, or a
+    collision the caller's exact check sorts out). Each query's fingerprints go into a hash
+    table by the C loop when it is at hand (:mod:`ndcg_plugin.arrays.speedups`), else are sorted
+    by numpy, row by row: the same answer."""
     n = len(docs_fp)
     if n < 2 or q_codes[0] != 0 or q_codes[-1] < 0:
         return False
@@ -97,9 +98,11 @@ def distinct_within_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:
     first = np.arange(nq, dtype=q_codes.dtype)
     if np.any(rows[:, 0] != first) or np.any(rows[:, -1] != first):
         return False  # queries of different sizes
-    folded = (docs_fp ^ (docs_fp >> np.uint64(32))).astype(np.uint32).view(np.int32).reshape(nq, size)
-    folded = np.sort(folded, axis=1)
-    return not np.any(folded[:, 1:] == folded[:, :-1])
+    shown = speedups.distinct_small(docs_fp, q_codes, size)  # the queries are its runs of `size` rows
+    if shown is not None:
+        return shown
+    keys = np.sort(docs_fp.view(np.int64).reshape(nq, size), axis=1)  # numpy sorts signed integers faster
+    return not np.any(keys[:, 1:] == keys[:, :-1])
 
 
 def distinct_within_small_queries(docs_fp: np.ndarray, q_codes: np.ndarray) -> bool:

@@ -77,13 +77,14 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
         n_rel = np.bincount(ev.index.key_q[ev.index.rel >= o.level], minlength=ev.index.nq).tolist()
         lacking = {k: n_rel[i] for k, i in enumerate(evaluated) if returned[i] == 0}
     totals: dict = {}
+    stops = not o.complete and len(evaluated) < len(qids)  # a qrels query the run lacks: MissingQuery
     columns = _values(res, evaluated, engine, interp, plugin, totals, (lacking, o.judged_only),
-                      texts_wanted=o.per_query or not o.complete)  # a MissingQuery report may print them
+                      texts_wanted=o.per_query or stops)  # a MissingQuery report may print them
     values = _rows([qids[i] for i in evaluated], columns) if o.per_query or plugin else None
     # p.pytrec: runid, num_q, the report's own; without rows, the names each query's row would hold
     names = printed_names(values if values is not None else {"": _present(columns)}, plugin, tuple(p.pytrec))
     shown = [qids[i] for i in evaluated]
-    if not o.complete and len(shown) < len(qids):
+    if stops:
         missing = next(q for i, q in enumerate(qids) if returned[i] == 0)
         rows = values if values is not None else _rows(shown, columns)
         raise MissingQuery(missing, Report([q for q in shown if q < missing], names, rows))
