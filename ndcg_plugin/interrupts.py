@@ -62,6 +62,10 @@ def keyboard_interrupt(signum: int, frame: object) -> None:
     """Python's own handler (a KeyboardInterrupt), which also notes that it was called."""
     global received
     received = True
+    # what the interrupt leaves half done (a file importlib was opening as it came) is no news to
+    # the user: its "unclosed file" ResourceWarning would come before the one line
+    import warnings
+    warnings.filterwarnings("ignore", category=ResourceWarning)
     raise KeyboardInterrupt
 
 
