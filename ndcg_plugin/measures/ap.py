@@ -5,7 +5,7 @@ this family's own is here: the local computation (the Spark engine runs it too),
 layout, the trec_eval counterpart and the docs rows."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, pick
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, mark_relevant, pick
 
 
 def average_precision(index, ranked, spec: Spec):
@@ -33,7 +33,7 @@ def average_precision(index, ranked, spec: Spec):
 _LOCAL = {"ap": average_precision}
 
 
-class APFamily(Family):
+class APFamily(ServedFamily):
     """Average precision (trec_eval ``map``, ``map_cut.k``)."""
     name = "ap"
     variants = ("ap",)
@@ -45,10 +45,6 @@ class APFamily(Family):
         "| `test_ap_divides_by_every_relevant_doc` |",
     )
     formula = average_precision.__doc__
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``AP(rel=r, judged_only=j)@k``, with or without a cutoff."""

@@ -298,3 +298,14 @@ def mark_relevant(trace: Any, shown: Any) -> Any:
     import numpy as np
 
     return shown.assign(relevant=np.where(trace.relevant[trace.top], "yes", ""))
+
+
+class ServedFamily(Family):
+    """A family that lists no measures of its own: it serves ir-measures' built-ins (when asked,
+    :func:`ndcg_plugin.register` ``serve_builtins=True``) and the trec_eval drop-in's measures, so
+    registering the plugin adds no name for it."""
+
+    @property
+    def measures(self) -> tuple:
+        return ()
+

@@ -3,7 +3,7 @@
 runs it too), the explain layout, the trec_eval counterpart and the docs rows."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, pick
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, mark_relevant, pick
 
 
 def bpref(index, ranked, spec: Spec):
@@ -35,7 +35,7 @@ def bpref(index, ranked, spec: Spec):
 _LOCAL = {"bpref": bpref}
 
 
-class BprefFamily(Family):
+class BprefFamily(ServedFamily):
     """bpref (trec_eval ``bpref``)."""
     name = "bpref"
     variants = ("bpref",)
@@ -46,10 +46,6 @@ class BprefFamily(Family):
         "as trec_eval skips them | `test_bpref_skips_unjudged_and_negative_labels` |",
     )
     formula = bpref.__doc__
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``Bpref(rel=r)``: no cutoff (the whole ranking)."""

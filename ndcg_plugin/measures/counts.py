@@ -4,7 +4,7 @@ served as ir-measures' built-in ``NumQ``, ``NumRet``, ``NumRel`` and ``NumRet(re
 that is this family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_rel, by_name, mark_relevant, param, pick, refuse
+from .base import ServedFamily, Spec, builtin_rel, by_name, mark_relevant, param, pick, refuse
 
 
 def _np():
@@ -63,7 +63,7 @@ def _num_ret_spec(measure) -> Spec:
     return Spec("counts", "rel_ret", None, rel=rel)
 
 
-class CountsFamily(Family):
+class CountsFamily(ServedFamily):
     """NumQ, NumRet, NumRet(rel=r) and NumRel: counts per query, summed over queries."""
     name = "counts"
     variants = ("q", "ret", "rel_ret", "rel")
@@ -76,10 +76,6 @@ class CountsFamily(Family):
         "| `test_counts_of_a_query_missing_from_the_run_are_trec_eval_c` |",
     )
     formula = "\n".join(f.__doc__ for f in _LOCAL.values())
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``NumQ``; ``NumRet`` (``NumRet(rel=r)``: the relevant ones); ``NumRel(rel=r)``."""

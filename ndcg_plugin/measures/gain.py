@@ -7,7 +7,7 @@ doubles: running sums are taken query by query in rank order (:func:`running_sum
 terms are added in rank order (``np.bincount`` adds its weights in input order)."""
 from __future__ import annotations
 
-from .base import Family, Spec, mark_relevant, pick
+from .base import ServedFamily, Spec, mark_relevant, pick
 from .trec_only import trec_eval_measure
 
 
@@ -192,7 +192,7 @@ NDCG_REL = trec_eval_measure("ndcg_rel", "gain", "ndcg_rel", "trec_eval's ndcg_r
 RNDCG = trec_eval_measure("Rndcg", "gain", "Rndcg", "trec_eval's Rndcg (nDCG at the R levels)")
 
 
-class GainFamily(Family):
+class GainFamily(ServedFamily):
     """binG, G, ndcg_rel, Rndcg: trec_eval's experimental gain measures (default gains)."""
     name = "gain"
     variants = tuple(_LOCAL)
@@ -202,10 +202,6 @@ class GainFamily(Family):
         "label; a gain map is refused by name) | `test_gain_measures_worked_example` |",
     )
     formula = "\n".join(f.__doc__ for f in _LOCAL.values())
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def depth(self, spec: Spec) -> int | None:
         return None  # the whole ranking

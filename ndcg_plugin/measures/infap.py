@@ -2,7 +2,7 @@
 as ir-measures' built-in ``infAP`` (with ``rel``). Everything that is this family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, pick
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, mark_relevant, pick
 
 #: trec_eval's INFAP_EPSILON
 EPSILON = 0.00001
@@ -41,17 +41,13 @@ def inferred_ap(index, ranked, spec: Spec):
 _LOCAL = {"infAP": inferred_ap}
 
 
-class InfAPFamily(Family):
+class InfAPFamily(ServedFamily):
     """Inferred AP (trec_eval ``infAP``)."""
     name = "infap"
     variants = ("infAP",)
     builtins = ("infAP",)
     trec_eval_names = {"infAP": ("infAP", None)}
     formula = inferred_ap.__doc__
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``infAP(rel=r)``: the whole ranking."""

@@ -6,7 +6,7 @@ numbers differ (on the trec_eval suite, ``iprec_at_recall_0.60`` of topic 302: 0
 0.1420), and the engine's are 10.0's. Everything that is this family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, mark_relevant, param, pick, refuse
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, mark_relevant, param, pick, refuse
 
 
 def lround(x):
@@ -85,7 +85,7 @@ def _suffix_max(q, values):
 _LOCAL = {"iprec": interpolated_precision}
 
 
-class IPrecFamily(Family):
+class IPrecFamily(ServedFamily):
     """Interpolated precision at a recall level (trec_eval ``iprec_at_recall``)."""
     name = "iprec"
     variants = ("iprec",)
@@ -96,10 +96,6 @@ class IPrecFamily(Family):
         "pytrec_eval: `(long)(level * num_rel + 0.9)`) | `test_iprec_rounds_the_recall_level_as_trec_eval_10` |",
     )
     formula = interpolated_precision.__doc__
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``IPrec(rel=r, judged_only=j)@level``: a recall level between 0 and 1."""

@@ -5,7 +5,7 @@ this family's own is here: the local computation (the Spark engine runs it too),
 layout, the trec_eval counterparts and the docs rows."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, by_name, mark_relevant, pick, refuse
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, by_name, mark_relevant, pick, refuse
 
 
 def precision(index, ranked, spec: Spec):
@@ -38,7 +38,7 @@ _LOCAL = {"P": precision, "R": recall, "Rprec": r_precision}
 _BUILTIN = {"P": ("P", True), "R": ("R", True), "Rprec": ("Rprec", False)}
 
 
-class PrecisionFamily(Family):
+class PrecisionFamily(ServedFamily):
     """P@k, R@k and Rprec: relevant docs ranked within a depth, over k, num_rel, num_rel."""
     name = "precision"
     variants = ("P", "R", "Rprec")
@@ -49,10 +49,6 @@ class PrecisionFamily(Family):
         "docs returned) | `test_precision_divides_by_k_even_for_short_runs` |",
     )
     formula = "\n".join(f.__doc__ for f in _LOCAL.values())
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``P(rel=r, judged_only=j)@k``, ``R(...)@k`` (both need a cutoff), ``Rprec(...)`` (none)."""

@@ -5,7 +5,7 @@ table of retrieved and relevant docs). They have no ir-measures name: the trec_e
 computes them through the engine (:mod:`ndcg_plugin.measures.trec_only`)."""
 from __future__ import annotations
 
-from .base import Family, Spec, mark_relevant, pick
+from .base import ServedFamily, Spec, mark_relevant, pick
 from .trec_only import trec_eval_measure
 
 
@@ -82,7 +82,7 @@ NONREL_JUDGED_RET = trec_eval_measure("num_nonrel_judged_ret", "retrieved", "num
                                       "trec_eval's num_nonrel_judged_ret")
 
 
-class RetrievedFamily(Family):
+class RetrievedFamily(ServedFamily):
     """relative_P, Rprec_mult, utility, num_nonrel_judged_ret (trec_eval's)."""
     name = "retrieved"
     variants = tuple(_LOCAL)
@@ -90,10 +90,6 @@ class RetrievedFamily(Family):
                        "utility": ("utility(values={ps})", None),
                        "num_nonrel_judged_ret": ("num_nonrel_judged_ret", None)}
     formula = "\n".join(f.__doc__ for f in _LOCAL.values())
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def depth(self, spec: Spec) -> int | None:
         depths = {"relative_P": spec.cutoff, "Rprec_mult": None, "utility": 1, "num_nonrel_judged_ret": 1}

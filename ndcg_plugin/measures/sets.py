@@ -5,7 +5,7 @@
 family's own is here."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, builtin_rel, by_name, mark_relevant, param, pick, refuse
+from .base import ServedFamily, Spec, builtin_common, builtin_rel, by_name, mark_relevant, param, pick, refuse
 
 
 def _counts(index, ranked, spec: Spec):
@@ -48,7 +48,7 @@ def _f(p, r, x: float):
 _BUILTIN = {"SetP": "P", "SetR": "R", "SetF": "F", "SetAP": "map"}
 
 
-class SetFamily(Family):
+class SetFamily(ServedFamily):
     """SetP, SetP(relative=True), SetR, SetF, SetAP: the retrieved set as a whole."""
     name = "sets"
     variants = ("P", "relative_P", "R", "F", "map")
@@ -56,10 +56,6 @@ class SetFamily(Family):
     trec_eval_names = {"set_P": ("SetP", None), "set_relative_P": ("SetP(relative=True)", None),
                        "set_recall": ("SetR", None), "set_F": ("SetF(beta={p})", None), "set_map": ("SetAP", None)}
     formula = set_values.__doc__
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``SetP(rel=r, relative=..., judged_only=j)``, ``SetR(rel=r)``, ``SetF(rel=r, beta=b, judged_only=j)``,

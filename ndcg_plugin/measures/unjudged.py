@@ -5,7 +5,7 @@ the engine when asked (``register(serve_builtins=True)``). A document is unjudge
 do not list it, or list it with a negative label ("in the pool, not judged")."""
 from __future__ import annotations
 
-from .base import Family, Spec, builtin_common, mark_relevant, pick, refuse
+from .base import ServedFamily, Spec, builtin_common, mark_relevant, pick, refuse
 from .trec_only import trec_eval_measure
 
 
@@ -126,7 +126,7 @@ RELSTRING = trec_eval_measure("relstring", "unjudged", "relstring", "trec_eval's
                               thresholded=False)
 
 
-class UnjudgedFamily(Family):
+class UnjudgedFamily(ServedFamily):
     """unj.k, rbp, rbp_resid, relstring (trec_eval's) and Judged@k (ir-measures')."""
     name = "unjudged"
     variants = tuple(_LOCAL)
@@ -139,10 +139,6 @@ class UnjudgedFamily(Family):
         "from the run scores 0 | `test_judged_at_k_served_natively` |",
     )
     formula = "\n".join(f.__doc__ for f in _LOCAL.values())
-
-    @property
-    def measures(self) -> tuple:
-        return ()
 
     def builtin_spec(self, measure) -> Spec:
         """``Judged@k`` (``Judged``: the whole ranking)."""
