@@ -103,6 +103,76 @@ def test_a_read_error_after_the_checks_names_the_input_in_one_line(tmp_path, mon
         f"ndcg-plugin: error: {qrels} or {run}: cannot be read: Input/output error"], proc.stderr
 
 
+def _empty_answer_after_an_interrupt(*args, **kwargs):
+    """What pyspark did in a CI run: Ctrl-C broke a call to the JVM, and a call in its cleanup, on
+    the broken connection, failed with py4j's network error, which took the interrupt's place."""
+    from py4j.protocol import Py4JNetworkError
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        raise Py4JNetworkError("Answer from Java side is empty") from None
+
+
+def _empty_answer(*args, **kwargs):
+    from py4j.protocol import Py4JNetworkError
+    raise Py4JNetworkError("Answer from Java side is empty")
+
+
+# a CI run: Ctrl-C while the job ran ended "error: Spark failed: Answer from Java side is empty", status 2
+@pytest.mark.parametrize("how", ["in-the-error's-context", "seen-by-the-command's-handler", "no-interrupt"])
+def test_an_error_that_came_of_ctrl_c_is_the_interrupt_not_spark_failed(tmp_path, monkeypatch, pyspark_installed,
+                                                                          how):
+    from ndcg_plugin import interrupts
+    from ndcg_plugin.spark import command, launch
+    qrels, run = _files(tmp_path)
+    monkeypatch.setattr(launch, "_at_exit", [True])  # nothing registered at exit by this process's test
+    if how == "in-the-error's-context":
+        monkeypatch.setattr(command, "session", _empty_answer_after_an_interrupt)
+    else:
+        monkeypatch.setattr(command, "session", _empty_answer)
+        monkeypatch.setattr(interrupts, "received", how == "seen-by-the-command's-handler")
+    proc = run_main("eval", "--engine", "spark", qrels, run, "NDCG_lin@10")
+    if how == "no-interrupt":
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            "ndcg-plugin: error: Spark failed: Answer from Java side is empty"], proc.stderr
+    else:
+        assert proc.returncode == 130, proc.stderr
+        assert proc.stderr.strip().splitlines() == ["ndcg-plugin: interrupted"], proc.stderr
+
+
+def test_spark_gives_ctrl_c_back_to_the_handler_it_had_before_the_session(tmp_path, monkeypatch, pyspark_installed):
+    # pyspark's SparkContext installs its own SIGINT handler (it asks the JVM to cancel, inside the
+    # call Ctrl-C interrupts); the command's own handler (which notes the interrupt) was lost to it
+    from ndcg_plugin.spark import command
+    qrels, run = _files(tmp_path)
+    seen = []
+
+    def own(signum, frame):
+        seen.append(signum)
+
+    def pysparks(signum, frame):
+        pytest.fail("pyspark's handler was left in place")
+
+    def session(*args, **kwargs):
+        signal.signal(signal.SIGINT, pysparks)
+        return object()
+
+    def prepare(*args, **kwargs):
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(command, "session", session)
+    monkeypatch.setattr("ndcg_plugin.spark.prepare_files", prepare)
+    before = signal.signal(signal.SIGINT, own)
+    try:
+        with pytest.raises(ValueError, match="stop here"):
+            with command.files(command.SparkOptions(qrels, run), ["NDCG_lin@10"]):
+                pass
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _alive(pid: int) -> bool:
     """A process that runs (a zombie, waiting for a parent that does not reap it, has stopped)."""
     try:

@@ -150,18 +150,25 @@ def files(options: SparkOptions, measures: list, note: Callable[[str], None] | N
         check_file(path)
     note = note or (lambda text: None)
     try:
-        note(f"starting Spark ({options.master}): a JVM starts, which takes 10-60 s")
-        began = time.monotonic()
-        spark = session(options.master, conf_for(list(options.conf), [qrels, options.run]), quiet=True)
-        _interrupt_plainly()
-        note(f"Spark started in {time.monotonic() - began:.0f} s; reading {options.qrels} and {options.run} "
-             f"and evaluating")
-        ev = prepare_files(spark, qrels, options.run, measures, options.run_format, strategy=options.plan,
-                           qrels_columns=options.qrels_columns, run_columns=options.run_columns,
-                           duplicates=options.duplicates, ship=options.ship)
-        if options.per_query:
-            ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
-        yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
+        try:
+            note(f"starting Spark ({options.master}): a JVM starts, which takes 10-60 s")
+            began, handler = time.monotonic(), _sigint_handler()
+            spark = session(options.master, conf_for(list(options.conf), [qrels, options.run]), quiet=True)
+            _interrupt_plainly(handler)
+            note(f"Spark started in {time.monotonic() - began:.0f} s; reading {options.qrels} and {options.run} "
+                 f"and evaluating")
+            ev = prepare_files(spark, qrels, options.run, measures, options.run_format, strategy=options.plan,
+                               qrels_columns=options.qrels_columns, run_columns=options.run_columns,
+                               duplicates=options.duplicates, ship=options.ship)
+            if options.per_query:
+                ev.persist()  # the aggregates' job computes the per-query table once; the lines read it
+            yield ev, ev.aggregates()  # validates the input too: nothing is printed for a bad one
+        except Exception as e:
+            if _made_of_interrupt(e):
+                # Ctrl-C broke a call to the JVM, and the error of a call after it (pyspark's
+                # cleanup on the broken connection: "Answer from Java side is empty") took its place
+                raise KeyboardInterrupt from None
+            raise
     except KeyboardInterrupt:
         ev = None  # the JVM is stopped as the process exits: nothing to unpersist
         stop_at_exit()
@@ -184,6 +191,21 @@ def files(options: SparkOptions, measures: list, note: Callable[[str], None] | N
             ev.unpersist()
 
 
+def _made_of_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` came of Ctrl-C: raised while a KeyboardInterrupt was handled (its context
+    or cause), or after the command's handler saw SIGINT (:data:`ndcg_plugin.interrupts.received`:
+    a library swallowed the KeyboardInterrupt, then failed on what it left broken)."""
+    from .. import interrupts
+    link: BaseException | None = error
+    for _ in range(100):  # a chain of contexts is short; a cycle in one ends the walk here
+        if link is None:
+            break
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        link = link.__cause__ or link.__context__
+    return interrupts.received
+
+
 class _NoInterruptLogs(logging.Filter):
     """Drops a log record of a KeyboardInterrupt: py4j logs one, with its traceback, on the root
     logger (which then prints it) when Ctrl-C interrupts a call to the JVM; the command says
@@ -193,12 +215,21 @@ class _NoInterruptLogs(logging.Filter):
         return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
 
 
-def _interrupt_plainly() -> None:
-    """Ctrl-C raises KeyboardInterrupt at once (Python's own handler), instead of pyspark's, which
-    first asks the JVM over py4j to cancel its jobs, from inside the call it interrupts; the
-    command stops the JVM instead (:func:`files`), and py4j's log of the interrupted call is dropped."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+def _sigint_handler() -> object:
+    """SIGINT's handler now (None off the main thread, where it cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.getsignal(signal.SIGINT)
+
+
+def _interrupt_plainly(handler: object) -> None:
+    """Ctrl-C handled as before the session started (``handler``: the command's, which raises
+    KeyboardInterrupt and notes it in :data:`ndcg_plugin.interrupts.received`; or a program's
+    own), instead of pyspark's, which first asks the JVM over py4j to cancel its jobs, from inside
+    the call it interrupts; the command stops the JVM instead (:func:`files`), and py4j's log of
+    the interrupted call is dropped."""
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
     root = logging.getLogger()
     if not any(isinstance(f, _NoInterruptLogs) for f in root.filters):
         root.addFilter(_NoInterruptLogs())
