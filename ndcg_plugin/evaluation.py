@@ -46,13 +46,21 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ReadOptions:
     """How the run (and qrels files) are read: see :func:`ndcg_plugin.read`. ``block_bytes`` 0
-    reads the run whole, never streamed."""
+    reads the run whole, never streamed. ``depth``: each query's top rows evaluated, in trec_eval's
+    order (trec_eval's ``-M``; :mod:`ndcg_plugin.engine.depth`), after the duplicate check; None:
+    every row."""
     run_format: str = "auto"
     duplicates: str = "error"
     block_bytes: int = BLOCK_BYTES
     progress: Any = None
     qrels_columns: Any = None   # a Parquet file's column names ({"query_id": "user_id", ...}), as read()'s columns=
     run_columns: Any = None
+    depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.depth is not None:
+            from .engine.depth import check_depth
+            object.__setattr__(self, "depth", check_depth(self.depth))
 
 
 def qrels_queries(qrels: Any):
@@ -334,7 +342,7 @@ class Evaluation:
             return self._compute(run, per_query, whole=True)
         opened = self._open(run)
         try:
-            if _is_regular_file(self._qrels.given):
+            if _is_regular_file(self._qrels.given) and self._options.depth is None:  # no cut on that path
                 streamed = self._side_by_side(opened, per_query)
                 if streamed is not None:
                     return streamed
@@ -348,7 +356,7 @@ class Evaluation:
     def _open(self, run: Any):
         from .reading.ahead import RunFile
         o = self._options
-        return RunFile(run, o.run_format, o.block_bytes, o.progress, o.run_columns)
+        return RunFile(run, o.run_format, o.block_bytes, o.progress, o.run_columns, o.depth)
 
     def _compute(self, run: Any, per_query: bool, whole: bool) -> Results:
         """``whole``: a run file is read whole here (a run that streams is a RunFile)."""
@@ -362,6 +370,14 @@ class Evaluation:
             engine_run = reading.read_grouped(run, "run", run_format=o.run_format, duplicates=o.duplicates,
                                               progress=o.progress, columns=o.run_columns, queries=self.queries)
             run = engine_run.rows
+        if whole and self._options.depth is not None:  # every provider evaluates the rows kept
+            from .arrays.block import Block
+            from .engine.depth import top_documents, top_of_block
+            if isinstance(engine_run, Block):
+                engine_run = top_of_block(engine_run, self._options.depth)
+                run = engine_run.rows
+            else:
+                run = engine_run = top_documents(run, self._options.depth)
         out = Results(list(self._measures), {})
         if index is not None:
             out.values = engine_values(index, engine_run, self._engine, self._options.duplicates)

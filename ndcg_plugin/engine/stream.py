@@ -12,6 +12,9 @@ then read again whole, into memory, and evaluated as :func:`ndcg_plugin.engine.b
 correct, with memory that grows with the run. Standard input cannot be read twice and is
 always read whole.
 
+A depth (trec_eval's ``-M``: :attr:`RunFile.depth <ndcg_plugin.reading.ahead.RunFile>`) cuts each
+query of a block to its top rows (:mod:`ndcg_plugin.engine.depth`) after the duplicate check.
+
 The result equals ``engine.compute(index, reading.read(path, "run", ...), specs)`` exactly:
 the same values, the same warning, and the same error for a bad file (the first bad line in
 file order; a duplicate is reported only once the whole file has parsed, as the in-memory
@@ -36,6 +39,7 @@ from ..reading.duplicates import resolve_duplicates
 from ..reading.lines import Parsed
 from ..sizes import BLOCK_BYTES
 from . import block as engine
+from .depth import top_of_block
 
 
 class _Regrouped(Exception):
@@ -119,16 +123,16 @@ def compute_file(index: QrelsIndex, run: Any, specs: Iterable, *, run_format: st
     pieces = opened.take_blocks()
     try:
         try:
-            return _stream(index, pieces, opened.source, specs, duplicates)
+            return _stream(index, pieces, opened.source, specs, duplicates, opened.depth)
         finally:
             pieces.close()  # the worker stops before the file is read again below
     except _Regrouped:
         block = reading.read_grouped(opened.path, "run", run_format=opened.run_format, duplicates=duplicates,
                                      source=opened.source, progress=opened.progress, queries=index.qid_values)
-        return engine.compute(index, block, specs)
+        return engine.compute(index, top_of_block(block, opened.depth), specs)
 
 
-def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
+def _stream(index, pieces: ReadAhead, source, specs, duplicates, depth: int | None) -> dict:
     out = engine.empty_values(index, specs)
     seen = _Seen(index.nq)
     counts = engine.Unmatched()
@@ -147,7 +151,7 @@ def _stream(index, pieces: ReadAhead, source, specs, duplicates) -> dict:
         except InputError as e:
             pending_error = e
             continue
-        values = engine.compute_block(index, block, specs)
+        values = engine.compute_block(index, top_of_block(block, depth), specs)  # each query whole: cut here
         counts.add(values.unmatched, values.run_queries)
         engine.scatter(out, values)
     if not any_rows:

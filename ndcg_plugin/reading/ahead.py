@@ -119,11 +119,12 @@ class RunFile:
     A Parquet run (:func:`~ndcg_plugin.reading.parquet.is_parquet`) streams as pieces of about
     ``block_bytes // parquet.BYTES_PER_ROW`` rows, whose ``line`` is the 0-based row position;
     ``columns`` maps the ir-measures column names to its own (``{"query_id": "user_id"}``).
-    ``path`` is then what reads the whole run again (with ``columns``)."""
+    ``path`` is then what reads the whole run again (with ``columns``). ``depth``: each query's
+    top rows are evaluated, not all (trec_eval's ``-M``; None: all): the engine cuts them."""
 
     def __init__(self, path: Any, run_format: str = "auto", block_bytes: int = BLOCK_BYTES, progress=None,
-                 columns: Mapping[str, str] | None = None):
-        self.run_format, self.progress = run_format, progress
+                 columns: Mapping[str, str] | None = None, depth: int | None = None):
+        self.run_format, self.progress, self.depth = run_format, progress, depth
         self.source = source_name(path, "<stream>")
         pieces = sources.pieces(path, "run", self.source, run_format, block_bytes, progress, columns)
         self.path = ParquetSource(os.fspath(path), columns) if columns is not None else path

@@ -204,5 +204,6 @@ def take_rows(table: Any, keep: np.ndarray) -> Any:
         from .lines import Parsed
         idx = from_numpy(keep.astype(np.int64))
         return Parsed(table.layout, as_arrow_strings(table.query_id).take(idx),
-                      as_arrow_strings(table.doc_id).take(idx), table.value[keep], table.line[keep])
+                      as_arrow_strings(table.doc_id).take(idx), table.value[keep],
+                      None if table.line is None else table.line[keep])
     return table.iloc[keep].reset_index(drop=True)

@@ -33,11 +33,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..engine.depth import top_documents
 from ..evaluation import Evaluation
 from ..measures import parse_measures
 from ..reading.sources import source_name
 from . import lists
-from .scores import Scored, check_topics, evaluate, read_qrels, read_run, top_documents, topics_of
+from .scores import Scored, check_topics, evaluate, read_qrels, read_run, topics_of
 
 #: the paper's cutoffs for KTU and RBO
 DEFAULT_CUTOFFS = (5, 10, 20, 50, 100, 1000)

@@ -18,12 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import reading
-from ..arrays.columns import columns_of, group_codes
+from ..arrays.columns import columns_of
 from ..errors import InputError
 from ..evaluation import Evaluation
 from ..measures.aggregate import Values
-from ..ranking.ranked import group_ranks, trec_eval_order
-from ..reading.lines import Parsed
 
 
 @dataclass
@@ -49,26 +47,6 @@ def read_run(run: Any, run_format: str = "auto", duplicates: str = "error"):
     if reading.is_file_like(run):
         return reading.read_columns(run, "run", run_format=run_format, duplicates=duplicates)
     return reading.read(run, "run", run_format=run_format, duplicates=duplicates)
-
-
-def top_documents(run: Any, depth: int | None) -> Any:
-    """The run (read by :func:`read_run`) with each topic's first ``depth`` documents in trec_eval's
-    order (score descending, ties by doc id descending), as repro_eval keeps each topic's top 1,000
-    before it evaluates; the run itself when no topic has more (or ``depth`` is None). The rows keep
-    their file order."""
-    if depth is None:
-        return run
-    qids, docs, score = columns_of(run, "score")
-    codes, _, _ = group_codes(qids)
-    if len(codes) == 0 or np.bincount(codes).max() <= depth:
-        return run
-    order = trec_eval_order(codes, np.asarray(score, dtype=np.float64), docs)
-    rows = np.sort(order[group_ranks(codes[order]) < depth])
-    if isinstance(run, Parsed):
-        taken = pa.array(rows)
-        return Parsed(run.layout, run.query_id.take(taken), run.doc_id.take(taken), run.value[rows],
-                      None if run.line is None else run.line[rows])
-    return run.iloc[rows].reset_index(drop=True)
 
 
 def topics_of(qrels_table) -> list[str]:

@@ -2,8 +2,10 @@
 file streamed (memory flat in its size), never as Python dicts. It returns exactly the
 :class:`~ndcg_plugin.trec_eval.report.Report` the dict path (:func:`ndcg_plugin.trec_eval.command.evaluate`
 with ``use_engine=False`` is trec_eval's own code through pytrec_eval) would, or declines with None:
-for a measure only pytrec_eval computes, ``-M``, a run read from standard input, and
-``11pt_avg`` levels not in increasing order (trec_eval's loop then depends on their order)."""
+for a measure only pytrec_eval computes, ``-M 0`` (every ranking empty), a run read from
+standard input, and ``11pt_avg`` levels not in increasing order (trec_eval's loop then depends on
+their order). ``-M N`` is the engine's depth (:class:`~ndcg_plugin.evaluation.ReadOptions`):
+each query's first N rows in trec_eval's order, cut after the duplicate check, before -J."""
 from __future__ import annotations
 
 import math
@@ -23,8 +25,8 @@ def declines(o: Any, p: Any) -> str | None:
     from . import interp as ti
     if any(m not in REPORTED for m in p.pytrec):
         return f"pytrec_eval computes {', '.join(m for m in p.pytrec if m not in REPORTED)}"
-    if o.max_docs is not None:
-        return "-M goes through the dict path"
+    if o.max_docs is not None and o.max_docs < 1:
+        return "-M 0: every ranking empty, which the dict path evaluates as trec_eval does"
     if o.judged_only and p.plugin:
         return "-J with the plugin's measures: the dict path applies -J to their rankings"
     if o.run == "-":
@@ -62,7 +64,7 @@ def evaluate(o: Any, p: Any, engine: list, plugin: list) -> Any:
     if o.judged_only and any("judged_only" not in m.params and family_of(n) not in (*JUDGED_SAME, *JUDGED_TWINS)
                              for n, m in engine):
         return None  # a measure -J changes whose twin has no judged_only (infAP): the dict path cuts the run
-    ev = Evaluation(chosen, qrels=o.qrels, options=ReadOptions(run_format="trec"))
+    ev = Evaluation(chosen, qrels=o.qrels, options=ReadOptions(run_format="trec", depth=o.max_docs))
     if ev.other_measures:
         return None
     if engine or interp:
