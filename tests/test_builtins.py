@@ -280,12 +280,8 @@ def test_served_builtins_equal_pytrec_eval_where_docs_say_they_do():
         case = make_case(i)
         if case["int_ids"]:
             continue
-        qrels, run = {}, {}
-        for q, d, r in case["qrels"]:
-            qrels.setdefault(q, {})[d] = r
-        for q, d, s in case["run"]:
-            if d and not math.isnan(s):
-                run.setdefault(q, {})[d] = float(np.float32(s))  # ties at single precision are ties at double
+        # ties at single precision are ties at double
+        qrels, run = _case_dicts(case, lambda j, s: float(np.float32(s)))
         if case["empty_query"]:
             qrels["q_empty"], run["q_empty"] = {}, {"d0": 1.0}
         ours = {(m.query_id, str(m.measure)): m.value for m in plugin.iter_calc(measures, qrels, run)}
@@ -304,6 +300,19 @@ def test_served_builtins_equal_pytrec_eval_where_docs_say_they_do():
                 assert ours[q] == pytest.approx(value, abs=5.1e-6), (i, q)
             gdeval_compared += len(theirs)
     assert compared > 5000 and gdeval_compared > 200
+
+
+def _case_dicts(case: dict, score) -> tuple[dict, dict]:
+    """A random case's qrels and run as ir-measures' dicts: the run's rows with a doc id and a
+    score that is a number, each score given by ``score(row number, score)``."""
+    qrels: dict = {}
+    run: dict = {}
+    for q, d, r in case["qrels"]:
+        qrels.setdefault(q, {})[d] = r
+    for j, (q, d, s) in enumerate(case["run"]):
+        if d and not math.isnan(s):
+            run.setdefault(q, {})[d] = score(j, s)
+    return qrels, run
 
 
 def test_cli_eval_uses_one_tie_rule_and_names_the_other_providers(tmp_path, capsys):
@@ -337,12 +346,7 @@ def test_judged_at_k_served_natively():
         case = make_case(i)
         if case["int_ids"]:
             continue
-        qrels, run = {}, {}
-        for q, d, r in case["qrels"]:
-            qrels.setdefault(q, {})[d] = r
-        for j, (q, d, s) in enumerate(case["run"]):
-            if d and not math.isnan(s):
-                run.setdefault(q, {})[d] = float(s) + j * 1e-6  # no tie: the two orders differ on ties
+        qrels, run = _case_dicts(case, lambda j, s: float(s) + j * 1e-6)  # no tie: the two orders differ on ties
         ours = {(m.query_id, str(m.measure)): m.value for m in plugin.iter_calc(measures, qrels, run)}
         theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.judged.iter_calc(measures, qrels, run)}
         assert ours.keys() == theirs.keys(), i

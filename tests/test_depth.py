@@ -5,12 +5,12 @@ by query, read whole, or given as a table. Each is checked against the oracle's 
 dicts (:func:`ndcg_plugin.measures.oracle.cut_run`, a sort written independently of the engine's)."""
 from __future__ import annotations
 
+import ir_measures
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ir_measures
 from ndcg_plugin import NDCG_lin, read
 from ndcg_plugin.engine.depth import check_depth, top_documents
 from ndcg_plugin.evaluation import Evaluation, ReadOptions
@@ -51,11 +51,11 @@ def test_every_path_with_a_depth_equals_the_run_cut_as_dicts(tmp_path, case, dat
     block = data.draw(st.sampled_from([1, 7, 40, 333, 1 << 20]))
     oracle = _values(Evaluation(MEASURES, qrels=str(tmp_path / "qrels.txt"), options=ReadOptions(block_bytes=0)),
                      _frame(cut_run(run, depth)))
-    for options, given in [(ReadOptions(block_bytes=block, depth=depth), str(path)),  # streamed
+    for options, source in [(ReadOptions(block_bytes=block, depth=depth), str(path)),  # streamed
                            (ReadOptions(block_bytes=0, depth=depth), str(path)),      # read whole
                            (ReadOptions(depth=depth), _frame(run))]:                  # a table
         ev = Evaluation(MEASURES, qrels=str(tmp_path / "qrels.txt"), options=options)
-        got = _values(ev, given)
+        got = _values(ev, source)
         for m in MEASURES:
             np.testing.assert_array_equal(got[m], oracle[m], err_msg=f"{m} {options}")
 

@@ -7,8 +7,10 @@ before a final U+0085 or U+2028, which are id characters here). Blank lines and 
 (runs: first non-blank character ``#``; qrels: ``#`` in column 0) are skipped. Numbers must
 match the local reader's syntax; a line that does not stops the job with an error, and for a
 local file the local line parser is then run on it to name the line (only on that error
-path; nothing is collected otherwise). A byte order mark is dropped from the first line of a
-file. gzip files must be named ``*.gz`` (Spark decompresses by name).
+path; nothing is collected otherwise). Invalid UTF-8, a NUL byte and a line longer than
+``sizes.LINE_BYTES`` are refused anywhere, comments included, as the local reader refuses them.
+A byte order mark is dropped from the first line of a file. gzip files must be named ``*.gz``
+(Spark decompresses by name).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pyspark.sql import functions as F
 
 from ..errors import VALUE_COLUMN, ColumnsError, InputError
 from ..reading.formats import LAYOUTS, RUN_FORMATS, WHITESPACE
+from ..sizes import LINE_BYTES
 from .failures import fail, is_local, local_path, reraise
 
 WS = "[" + "".join(f"\\x{b:02X}" for b in WHITESPACE) + "]"  # the local reader's whitespace, for Java
@@ -142,11 +145,20 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     trimmed = F.btrim(value, F.lit(WHITESPACE.decode("ascii")))  # not {WS}+\z: quadratic in a long inner run
     df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
     comment = value.startswith("#") if kind == "qrels" else F.get("f", 0).startswith("#")
-    # invalid UTF-8 anywhere, comments included, is an error (the local reader decodes every line)
+    # invalid UTF-8, a NUL byte or a line longer than sizes.LINE_BYTES anywhere, comments included,
+    # is an error, as in the local reader (which checks every byte of a block); for a local file
+    # the local reader then names the line (failures.reraise)
     blank = F.col("blank")
     if kind == "qrels":  # trec_eval refuses a blank line in qrels (the local reader names it)
         blank = F.when(blank, _fail(path, F.lit("a blank line, which trec_eval refuses in qrels"))).otherwise(False)
     data = df.where(F.when(~F.is_valid_utf8(value), _fail(path, F.lit("not valid UTF-8; ids must be UTF-8 text")))
+                    .when(F.instr(value, "\x00") > 0,
+                          _fail(path, F.lit("a NUL byte in a line, which trec_eval cannot read (its files 'may contain "
+                                            "no NULL characters'); the file is damaged or not text")))
+                    .when(F.octet_length(value) > LINE_BYTES,
+                          _fail(path, F.lit(f"a line longer than {LINE_BYTES:,} bytes (trec_eval's reader is "
+                                            f"written for lines of 10,000 bytes); a file without line ends, or not "
+                                            f"a qrels or run file?")))
                     .otherwise(~blank & ~comment))
     if is_local(path):
         fields = first_fields(local_path(path), kind)
