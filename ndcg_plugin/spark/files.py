@@ -130,24 +130,16 @@ def _local_qrels(spark, path: str) -> DataFrame:
         return spark.createDataFrame(frame, "query_id string, doc_id string, relevance long")
 
 
-def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
-    head = _check_local(path) if is_local(path) else b""
-    if head.startswith(b"\xef\xbb\xbf"):
-        warnings.warn(f"{path} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as "
-                      f"part of the first query id, which then matches no query)", RuntimeWarning, stacklevel=3)
-    if kind == "qrels" and is_local(path) and has_comment_lines(local_path(path)):
-        return _local_qrels(spark, path)
-    df = spark.read.option("lineSep", "\n").text(str(path))
-    if head.startswith(b"\xef\xbb\xbf") or not is_local(path):
-        with reraise({str(path): (kind, run_format, None)}):
-            df = _strip_bom_of_first_lines(df)
+def _data_lines(df: DataFrame, path: str, kind: str) -> DataFrame:
+    """The data lines of the file's lines ``df`` (``value``), with their fields ``f``: blank lines
+    and comments left out; a line no reader may take stops the job (invalid UTF-8, a NUL byte or
+    a line longer than ``sizes.LINE_BYTES``, anywhere, comments included, as in the local reader,
+    which checks every byte of a block; a blank line in qrels, which trec_eval refuses). For a
+    local file the local reader then names the line (:func:`~.failures.reraise`)."""
     value = F.col("value")
     trimmed = F.btrim(value, F.lit(WHITESPACE.decode("ascii")))  # not {WS}+\z: quadratic in a long inner run
     df = df.select(value, F.split(trimmed, f"{WS}+").alias("f"), (trimmed == "").alias("blank"))
     comment = value.startswith("#") if kind == "qrels" else F.get("f", 0).startswith("#")
-    # invalid UTF-8, a NUL byte or a line longer than sizes.LINE_BYTES anywhere, comments included,
-    # is an error, as in the local reader (which checks every byte of a block); for a local file
-    # the local reader then names the line (failures.reraise)
     blank = F.col("blank")
     if kind == "qrels":  # trec_eval refuses a blank line in qrels (the local reader names it)
         blank = F.when(blank, _fail(path, F.lit("a blank line, which trec_eval refuses in qrels"))).otherwise(False)
@@ -160,6 +152,21 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
                                             f"written for lines of 10,000 bytes); a file without line ends, or not "
                                             f"a qrels or run file?")))
                     .otherwise(~blank & ~comment))
+    return data
+
+
+def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFrame:
+    head = _check_local(path) if is_local(path) else b""
+    if head.startswith(b"\xef\xbb\xbf"):
+        warnings.warn(f"{path} starts with a UTF-8 byte order mark: it is dropped (trec_eval would keep it as "
+                      f"part of the first query id, which then matches no query)", RuntimeWarning, stacklevel=3)
+    if kind == "qrels" and is_local(path) and has_comment_lines(local_path(path)):
+        return _local_qrels(spark, path)
+    df = spark.read.option("lineSep", "\n").text(str(path))
+    if head.startswith(b"\xef\xbb\xbf") or not is_local(path):
+        with reraise({str(path): (kind, run_format, None)}):
+            df = _strip_bom_of_first_lines(df)
+    data = _data_lines(df, path, kind)
     if is_local(path):
         fields = first_fields(local_path(path), kind)
     else:
@@ -179,7 +186,7 @@ def read_text(spark, path: str, kind: str, run_format: str = "auto") -> DataFram
     n = F.size("f")
     count_ok = (n >= layout.columns) if layout.extra_allowed else (n == layout.columns)
     raw = F.get("f", layout.value_at)
-    line = F.substring(value, 1, 120)
+    line = F.substring(F.col("value"), 1, 120)
     if layout.integer:
         number = F.expr(f"try_cast(f[{layout.value_at}] AS BIGINT)")
         number_ok = raw.rlike(INTEGER) & number.isNotNull()
