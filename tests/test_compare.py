@@ -94,6 +94,54 @@ def test_markdown_and_latex_tables_for_three_runs(tmp_path):
     assert all(line.count("&") == 3 for line in body)
 
 
+def _same_p(text: str, p: float) -> None:
+    """A p-value printed with 6 decimals: the number, or "< 0.000001" below it."""
+    if p < 1e-6:
+        assert text == "< 0.000001", (text, p)
+    else:
+        assert float(text) == pytest.approx(p, abs=1e-6), (text, p)
+
+
+def test_the_comparisons_table_equals_scipy_and_a_hand_count(tmp_path, capsys):
+    # --show tests: each comparison's numbers in Markdown and LaTeX, against scipy on pytrec_eval's values
+    qrels = msmarco_file("qrels.dl19-passage.txt")
+    runs = dl19_runs(tmp_path)
+    result = cmp.compare(str(qrels), {n: str(p) for n, p in runs.items()}, ["NDCG_lin@10"])
+    base = pytrec_ndcg10(qrels, runs["bm25"])
+    rows = {r[0]: r for r in writers.comparison_rows(result, places=6)}
+    raw = {}
+    for name in ("reversed20", "top5"):
+        other = pytrec_ndcg10(qrels, runs[name])
+        d = np.array([other[q] - base[q] for q in base])
+        n, mean, sd = len(d), d.mean(), d.std(ddof=1)
+        half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+        raw[name] = stats.ttest_rel([other[q] for q in base], [base[q] for q in base]).pvalue
+        row = rows[name]
+        assert row[:3] == [name, "bm25", "NDCG_lin@10"]
+        assert float(row[3]) == pytest.approx(mean, abs=1e-6)
+        lo, hi = (float(x) for x in row[4].strip("[]").split(", "))
+        assert lo == pytest.approx(mean - half, abs=1e-6) and hi == pytest.approx(mean + half, abs=1e-6)
+        _same_p(row[5], raw[name])
+        assert float(row[7]) == pytest.approx(mean / sd, abs=1e-6)
+        assert row[8] == f"{int((d > 0).sum())}/{int((d == 0).sum())}/{int((d < 0).sum())}" and row[9] == str(n)
+    # Holm over the two comparisons, by hand: the smaller p times 2; the larger p, or that if above it
+    (first, p1), (second, p2) = sorted(raw.items(), key=lambda item: item[1])
+    _same_p(rows[first][6], min(1.0, 2 * p1))
+    _same_p(rows[second][6], min(1.0, max(2 * p1, p2)))
+    md = writers.to_markdown(result, show=("tests",)).splitlines()
+    table = [line for line in md if line.startswith("| reversed20 | bm25 |") or line.startswith("| top5 | bm25 |")]
+    assert len(table) == 2 and all(line.count(" | ") == 9 for line in table)
+    tex = writers.to_latex(result, show=("tests",))
+    assert tex.count(r"\begin{tabular}") == 2 and r"\begin{tabular}{lllrrrrrrr}" in tex and r"d\_z" in tex
+    args = ["compare", str(qrels), *(str(p) for p in runs.values()), "-m", "NDCG_lin@10"]
+    assert main([*args, "--show", "tests", "ci"]) == 0
+    out = capsys.readouterr().out
+    assert "| run | against | measure | difference | 0.95 t CI of the difference | p | p (holm) |" in out
+    with pytest.raises(SystemExit) as refused:
+        main([*args, "--show", "effects"])
+    assert refused.value.code == 2 and "invalid choice: 'effects'" in capsys.readouterr().err
+
+
 def test_compare_cli_formats(tmp_path, capsys):
     qrels = msmarco_file("qrels.dl19-passage.txt")
     runs = dl19_runs(tmp_path)

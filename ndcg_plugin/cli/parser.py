@@ -223,8 +223,10 @@ def _add_compare(sub, parents: dict) -> None:
                         "(percentile, seeded; the default with --test bootstrap)")
     c.add_argument("--ci-level", type=_level, default=0.95, metavar="LEVEL",
                    help="the intervals' confidence level, between 0 and 1 (default 0.95)")
-    c.add_argument("--show", nargs="+", choices=["ci"], default=[], metavar="WHAT",
-                   help="ci: print each mean's interval in Markdown and LaTeX (CSV and JSON lines always have it)")
+    c.add_argument("--show", nargs="+", choices=["ci", "tests"], default=[], metavar="WHAT",
+                   help="in Markdown and LaTeX (CSV and JSON lines always have both): ci, each mean's interval; "
+                        "tests, a second table of every comparison (difference, its interval, p before and after "
+                        "the correction, d_z, wins/ties/losses)")
     c.add_argument("--permutations", type=_positive, default=10_000,
                    help="randomization flips / bootstrap resamples / randomized Tukey trials (default 10000; seeded)")
     c.add_argument("-o", "--output", choices=["markdown", "latex", "csv", "jsonl"], default="markdown")

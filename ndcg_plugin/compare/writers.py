@@ -72,7 +72,9 @@ def plot(result: Comparison, path: str) -> None:
 SYMBOLS = ("†", "‡", "§", "¶", "♯", "*")
 LATEX_SYMBOLS = (r"\dagger", r"\ddagger", r"\S", r"\P", r"\sharp", r"\ast")
 MAX_BASELINES = len(SYMBOLS)
-SHOW = ("ci",)
+#: what ``show`` adds to the Markdown and LaTeX tables: each mean's interval (``ci``), a second
+#: table of every comparison (``tests``)
+SHOW = ("ci", "tests")
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,64 @@ def to_markdown(result: Comparison, places: int = 4, show: tuple = ()) -> str:
     head = ["#", "run"] if result.all_pairs else ["run"]
     lines = ["| " + " | ".join(head + measures) + " |", "|---" * (len(measures) + len(head)) + "|"]
     lines += ["| " + " | ".join(c) + " |" for c in _cells(result, places, MARKDOWN, show)]
-    return "\n".join(lines + ["", f"{_footnote(result, SYMBOLS, show)}; best per column in bold."])
+    lines += ["", f"{_footnote(result, SYMBOLS, show)}; best per column in bold."]
+    if "tests" in show:
+        head = _test_head(result)
+        lines += ["", "| " + " | ".join(head) + " |", "|---" * len(head) + "|",
+                  *("| " + " | ".join(r) + " |" for r in comparison_rows(result, places)), "", _tests_note(result)]
+    return "\n".join(lines)
+
+
+#: the columns of the comparisons' table (:func:`comparison_rows`)
+TEST_COLUMNS = ("run", "against", "measure", "difference", "{ci} CI of the difference", "p", "p ({correction})",
+                "d_z", "wins/ties/losses", "queries")
+
+
+def _test_head(result: Comparison) -> list[str]:
+    correction = "Tukey" if result.test in ("tukey", "randomized-tukey") else result.correction
+    return [c.format(ci=f"{result.ci_level:g} {result.ci}", correction=correction) for c in TEST_COLUMNS]
+
+
+def _p_text(p: float, places: int) -> str:
+    """A p-value with ``places`` decimals, below the smallest it can show as ``< 0.0001``."""
+    if math.isnan(p):
+        return "-"
+    if places >= 0 and 0 < p < 10 ** -places:
+        return f"< {10 ** -places:.{places}f}"
+    return format_value(p, places)
+
+
+def comparison_rows(result: Comparison, places: int = 4) -> list[list[str]]:
+    """Each comparison once (a run against its baseline; all-pairs: each earlier run against each
+    later one), per measure: the mean difference (run minus the other), its confidence interval,
+    the p-value before and after the correction, Cohen's d_z, wins/ties/losses and the paired
+    queries; "-" where a number does not exist (no pair to test, no interval)."""
+    from .pairs import pairs_of
+
+    def number(x: float) -> str:
+        return "-" if math.isnan(x) else format_value(x, places)
+    out = []
+    for run, other in pairs_of(result):
+        for m in result.measure_names:
+            t = result.tests.get((run, other, m))
+            if t is None:
+                continue
+            lo, hi = t.interval if t.interval is not None else (math.nan, math.nan)
+            interval = "-" if math.isnan(lo) or math.isnan(hi) else f"[{number(lo)}, {number(hi)}]"
+            raw = t.raw_pvalue if result.test not in ("tukey", "randomized-tukey") else math.nan
+            out.append([str(run), str(other), m, number(t.diff), interval, _p_text(raw, places),
+                        _p_text(t.pvalue, places), number(t.d_z), f"{t.wins}/{t.ties}/{t.losses}", str(t.pairs)])
+    return out
+
+
+def _tests_note(result: Comparison) -> str:
+    kind = "Student's t" if result.ci == "t" else "percentile bootstrap"
+    p = ("the p-value of the whole family (no uncorrected one)" if result.test in ("tukey", "randomized-tukey")
+         else "the p-value before and after the correction")
+    return (f"Each comparison: the mean of the per-query differences (run minus the other), its {result.ci_level:g} "
+            f"{kind} confidence interval, {p} ({_how(result)}), Cohen's "
+            f"d_z (the mean over the standard deviation of the differences), and the queries where the run scores "
+            f"higher, the same, lower.")
 
 
 _LATEX = str.maketrans({"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#",
@@ -193,7 +252,20 @@ def to_latex(result: Comparison, places: int = 4, show: tuple = ()) -> str:
     note = _footnote(result, symbols, show)
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_caption(note, symbols) +
               r"; best per column in bold.}", r"\end{table}"]
+    if "tests" in show:
+        lines += ["", *_latex_tests(result, places)]
     return "\n".join(lines)
+
+
+def _latex_tests(result: Comparison, places: int) -> list[str]:
+    """The comparisons' table (:func:`comparison_rows`) as a second booktabs table."""
+    rows = comparison_rows(result, places)
+    lines = [r"\begin{table}", r"\centering", r"\begin{tabular}{lll" + "r" * (len(TEST_COLUMNS) - 3) + "}",
+             r"\toprule", " & ".join(_latex_escape(c) for c in _test_head(result)) + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_escape(c).replace("< ", "$<$ ") for c in row) + r" \\" for row in rows]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _latex_escape(_tests_note(result)) + "}",
+              r"\end{table}"]
+    return lines
 
 
 def _latex_caption(note: str, symbols: tuple) -> str:
