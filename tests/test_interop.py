@@ -4,13 +4,15 @@ tables handed to ranx (pandas 3 reads ids as its own string dtype, which ranx re
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
-import pandas as pd
 import pytest
 import pytrec_eval
 
 import ndcg_plugin
-from tests.helpers import run_main
+from tests.helpers import run_cli
 
 QRELS = "q1 0 d1 1\nq1 0 d2 2\nq2 0 d3 1\nq3 0 d9 1\n"
 RUN = "q1 Q0 d2 1 3.0 r\nq1 Q0 d1 2 2.0 r\nq1 Q0 d5 3 1.0 r\nq2 Q0 d4 1 2.0 r\nq2 Q0 d3 2 1.0 r\n"
@@ -39,28 +41,45 @@ def test_per_query_is_one_call_with_a_row_per_qrels_query(files):
     assert math.isnan(frame.loc["q3", "MRR_ignore@10"]) and frame.loc["q3", "nDCG@10"] == 0.0
 
 
+#: ranx's numba functions run as the Python they are written in (numba's JIT off), in a process of
+#: their own: the same code on the same tables; compiled, on the cold cache of a fresh environment
+#: (every CI run), the two tests below took 50 s of the suite, and ranx's arithmetic is not their subject
+NO_JIT = {"NUMBA_DISABLE_JIT": "1"}
+
+RANX_SCRIPT = """
+import sys
+import pandas
+import ranx
+import ndcg_plugin
+qrels, run = ndcg_plugin.read(sys.argv[1], "qrels"), ndcg_plugin.read(sys.argv[2], "run")
+assert isinstance(qrels, pandas.DataFrame) and isinstance(run, pandas.DataFrame)
+# docs/tutorial.md: ids as Python strings, the one conversion ranx needs under pandas 3
+qrels = qrels.astype({"query_id": object, "doc_id": object})
+run = run.astype({"query_id": object, "doc_id": object})
+rq = ranx.Qrels.from_df(qrels, q_id_col="query_id", doc_id_col="doc_id", score_col="relevance")
+rr = ranx.Run.from_df(run, q_id_col="query_id", doc_id_col="doc_id", score_col="score")
+print(float(ranx.evaluate(rq, rr, "mrr@10", make_comparable=True)))
+"""
+
+
 def test_reader_tables_go_to_ranx_after_one_documented_conversion(files):
-    ranx = pytest.importorskip("ranx")
+    pytest.importorskip("ranx")
     q, r = files
-    qrels, run = ndcg_plugin.read(q, "qrels"), ndcg_plugin.read(r, "run")
-    # docs/tutorial.md: ids as Python strings, the one conversion ranx needs under pandas 3
-    qrels = qrels.astype({"query_id": object, "doc_id": object})
-    run = run.astype({"query_id": object, "doc_id": object})
-    rq = ranx.Qrels.from_df(qrels, q_id_col="query_id", doc_id_col="doc_id", score_col="relevance")
-    rr = ranx.Run.from_df(run, q_id_col="query_id", doc_id_col="doc_id", score_col="score")
+    proc = subprocess.run([sys.executable, "-c", RANX_SCRIPT, q, r], capture_output=True, text=True,
+                          env={**os.environ, **NO_JIT})
+    assert proc.returncode == 0, proc.stderr
     # make_comparable: q3 is not in the run, and ranx then counts it as 0 as trec_eval -c does:
     # q1 1/1 (d2 first), q2 1/2, q3 0
-    assert ranx.evaluate(rq, rr, "mrr@10", make_comparable=True) == pytest.approx((1 + 0.5 + 0) / 3)
-    assert isinstance(qrels, pd.DataFrame)
+    assert float(proc.stdout) == pytest.approx((1 + 0.5 + 0) / 3)
 
 
 def test_provider_ranx_takes_the_readers_string_columns(files, tmp_path):
     pytest.importorskip("ranx")
     q, r = files
     (tmp_path / "q12").write_text(QRELS.replace("q3 0 d9 1\n", ""))
-    proc = run_main("eval", str(tmp_path / "q12"), r, "P@2", "--provider", "ranx")
+    proc = run_cli("eval", str(tmp_path / "q12"), r, "P@2", "--provider", "ranx", env=NO_JIT)
     # by hand: q1 has 2 relevant in its top 2, q2 1: (1 + 0.5) / 2
     assert proc.returncode == 0 and proc.stdout == "P@2\t0.7500\n", proc.stderr
     # ranx refuses qrels and runs with different queries (q3): its reason, in one line
-    proc = run_main("eval", q, r, "P@2", "--provider", "ranx")
+    proc = run_cli("eval", q, r, "P@2", "--provider", "ranx", env=NO_JIT)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "provider ranx failed" in proc.stderr
