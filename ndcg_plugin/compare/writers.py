@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..formatting import format_value
-from . import Comparison
+from . import FAMILY_TESTS, Comparison
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
 
@@ -116,7 +116,7 @@ def _cells(result: Comparison, places: int, style: Style, show: tuple = ()) -> l
         cells = [str(name)]
         for m in measures:
             value = result.means[name][m]
-            text = format_value(value, places) if not math.isnan(value) else "-"
+            text = _number(value, places)
             if not math.isnan(value) and value == best[m]:
                 text = style.bold(text)
             if "ci" in show:
@@ -138,7 +138,7 @@ def _marked(result: Comparison) -> bool:
 
 def _how(result: Comparison) -> str:
     family = sum(1 for t in result.tests.values() if not math.isnan(t.raw_pvalue)) // 2
-    if result.test in ("tukey", "randomized-tukey"):
+    if result.test in FAMILY_TESTS:
         name = "Tukey's HSD" if result.test == "tukey" else "randomized Tukey HSD"
         return f"{name} over the pairs of each measure, alpha {result.alpha}"
     return f"paired {result.test} test, {result.correction} correction over {family} comparisons, alpha {result.alpha}"
@@ -161,7 +161,7 @@ def _footnote(result: Comparison, symbols: tuple, show: tuple) -> str:
     if untested:
         note += f"; not tested (no query has a value in both runs): {', '.join(untested)}"
     if "ci" in show:
-        kind = "Student's t" if result.ci == "t" else "percentile bootstrap"
+        kind = _ci_kind(result)
         shape = "± the half-width of" if result.ci == "t" else "[low, high]:"
         note += f"; {shape} the {result.ci_level:g} {kind} confidence interval of the mean"
     return note
@@ -186,7 +186,7 @@ TEST_COLUMNS = ("run", "against", "measure", "difference", "{ci} CI of the diffe
 
 
 def _test_head(result: Comparison) -> list[str]:
-    correction = "Tukey" if result.test in ("tukey", "randomized-tukey") else result.correction
+    correction = "Tukey" if result.test in FAMILY_TESTS else result.correction
     return [c.format(ci=f"{result.ci_level:g} {result.ci}", correction=correction) for c in TEST_COLUMNS]
 
 
@@ -205,9 +205,6 @@ def comparison_rows(result: Comparison, places: int = 4) -> list[list[str]]:
     the p-value before and after the correction, Cohen's d_z, wins/ties/losses and the paired
     queries; "-" where a number does not exist (no pair to test, no interval)."""
     from .pairs import pairs_of
-
-    def number(x: float) -> str:
-        return "-" if math.isnan(x) else format_value(x, places)
     out = []
     for run, other in pairs_of(result):
         for m in result.measure_names:
@@ -215,19 +212,29 @@ def comparison_rows(result: Comparison, places: int = 4) -> list[list[str]]:
             if t is None:
                 continue
             lo, hi = t.interval if t.interval is not None else (math.nan, math.nan)
-            interval = "-" if math.isnan(lo) or math.isnan(hi) else f"[{number(lo)}, {number(hi)}]"
-            raw = t.raw_pvalue if result.test not in ("tukey", "randomized-tukey") else math.nan
-            out.append([str(run), str(other), m, number(t.diff), interval, _p_text(raw, places),
-                        _p_text(t.pvalue, places), number(t.d_z), f"{t.wins}/{t.ties}/{t.losses}", str(t.pairs)])
+            interval = "-" if math.isnan(lo) or math.isnan(hi) else f"[{_number(lo, places)}, {_number(hi, places)}]"
+            raw = t.raw_pvalue if result.test not in FAMILY_TESTS else math.nan  # a family's p has no raw twin
+            out.append([str(run), str(other), m, _number(t.diff, places), interval, _p_text(raw, places),
+                        _p_text(t.pvalue, places), _number(t.d_z, places), f"{t.wins}/{t.ties}/{t.losses}",
+                        str(t.pairs)])
     return out
 
 
+def _number(value: float, places: int) -> str:
+    """A number of a table with ``places`` decimals; "-" where there is none (NaN)."""
+    return "-" if math.isnan(value) else format_value(value, places)
+
+
+def _ci_kind(result: Comparison) -> str:
+    """The name of the intervals' method (``--ci``)."""
+    return "Student's t" if result.ci == "t" else "percentile bootstrap"
+
+
 def _tests_note(result: Comparison) -> str:
-    kind = "Student's t" if result.ci == "t" else "percentile bootstrap"
-    p = ("the p-value of the whole family (no uncorrected one)" if result.test in ("tukey", "randomized-tukey")
+    p = ("the p-value of the whole family (no uncorrected one)" if result.test in FAMILY_TESTS
          else "the p-value before and after the correction")
     return (f"Each comparison: the mean of the per-query differences (run minus the other), its {result.ci_level:g} "
-            f"{kind} confidence interval, {p} ({_how(result)}), Cohen's "
+            f"{_ci_kind(result)} confidence interval, {p} ({_how(result)}), Cohen's "
             f"d_z (the mean over the standard deviation of the differences), and the queries where the run scores "
             f"higher, the same, lower.")
 
