@@ -63,6 +63,35 @@ def _median(cmd: list[str], repeat: int, store: dict, name: str) -> None:
         print(f"  {name}: {wall:.2f} s, {rss:.0f} MB", flush=True)
 
 
+def _add_ranx(procs: dict, name: str, cmd: list[str]) -> None:
+    """``cmd`` as ``procs[name]`` when ranx is installed."""
+    try:
+        import ranx  # noqa: F401
+    except ImportError:
+        return
+    procs[name] = cmd
+
+
+def _alternate(procs: dict, repeat: int) -> dict:
+    """{name: [(wall, rss, stdout)] of each run}: every command once per round, ``repeat`` rounds."""
+    store: dict = {}
+    for _ in range(repeat):
+        for name, cmd in procs.items():
+            _median(cmd, 1, store, name)
+    return store
+
+
+def _differences(store: dict, ours: str, tools: list[str]) -> None:
+    """Print each mean of ``tools`` (lines ``name<TAB>value``, those that ran) that differs from
+    ``ours``' by more than 1e-9 (pytrec_eval ties scores in float32, ranx orders ties its own way)."""
+    mine = dict(line.split("\t") for line in store[ours][0][2].splitlines())
+    for tool in (t for t in tools if t in store):
+        for line in store[tool][0][2].splitlines():
+            name, value = line.split("\t")
+            if abs(float(value) - float(mine[name])) > 1e-9:
+                print(f"  {tool}: {name} {value} vs ours {mine[name]}", flush=True)
+
+
 def _row(store: dict, name: str, base: str | None) -> str:
     wall = statistics.median(w for w, _, _ in store[name])
     rss = max(m for _, m, _ in store[name])
@@ -81,15 +110,8 @@ def msmarco(repeat: int, trec_eval: str | None) -> list[str]:
         procs["trec_eval -O2 (default measures)"] = [trec_eval, qrels, run]
         procs["trec_eval drop-in -m all_trec"] = [py, "-m", "ndcg_plugin", "trec_eval", "-m", "all_trec", qrels, run]
         procs["trec_eval -O2 -m all_trec"] = [trec_eval, "-m", "all_trec", qrels, run]
-    try:
-        import ranx  # noqa: F401
-        procs["ranx (same group; its own tie order)"] = [*me, "ranx", qrels, run]
-    except ImportError:
-        pass
-    store: dict = {}
-    for _ in range(repeat):
-        for name, cmd in procs.items():
-            _median(cmd, 1, store, name)
+    _add_ranx(procs, "ranx (same group; its own tie order)", [*me, "ranx", qrels, run])
+    store = _alternate(procs, repeat)
     if trec_eval:
         theirs = store["trec_eval -O2 (default measures)"][0][2]
         if store["trec_eval drop-in (default measures)"][0][2] != theirs:
@@ -98,11 +120,7 @@ def msmarco(repeat: int, trec_eval: str | None) -> list[str]:
                              if not NOT_COMPUTED.match(ln))
         if store["trec_eval drop-in -m all_trec"][0][2] != all_theirs:
             raise SystemExit("the drop-in's -m all_trec output differs from trec_eval's")
-    ours = dict(line.split("\t") for line in store["eval " + " ".join(GROUP)][0][2].splitlines())
-    for line in store["pytrec_eval (same group, dicts)"][0][2].splitlines():
-        name, value = line.split("\t")
-        if abs(float(value) - float(ours[name])) > 1e-9:
-            print(f"  pytrec_eval {name} {value} vs ours {ours[name]} (float32 ties)", flush=True)
+    _differences(store, "eval " + " ".join(GROUP), ["pytrec_eval (same group, dicts)"])
     base_te = "trec_eval -O2 (default measures)" if trec_eval else None
     rows = ["| command | wall (median) | peak RSS | ratio |", "|---|---|---|---|",
             _row(store, "eval nDCG@10", None),
@@ -141,24 +159,12 @@ def _log_peers(users: int, repeat: int, trec_eval: str | None, with_six: bool) -
         procs["trec_eval -O2 -m map_cut.10 -m P.10"] = [trec_eval, "-m", "map_cut.10", "-m", "P.10", qrels, run]
         procs["trec_eval drop-in -m map_cut.10 -m P.10"] = [py, "-m", "ndcg_plugin", "trec_eval", "-m", "map_cut.10",
                                                             "-m", "P.10", qrels, run]
-    try:
-        import ranx  # noqa: F401
-        procs["ranx (AP@10 P@10; its own tie order)"] = [*me, "ranx", qrels, run, "log"]
-    except ImportError:
-        pass
-    store: dict = {}
-    for _ in range(repeat):
-        for name, cmd in procs.items():
-            _median(cmd, 1, store, name)
+    _add_ranx(procs, "ranx (AP@10 P@10; its own tie order)", [*me, "ranx", qrels, run, "log"])
+    store = _alternate(procs, repeat)
     if trec_eval and store["trec_eval drop-in -m map_cut.10 -m P.10"][0][2] != \
             store["trec_eval -O2 -m map_cut.10 -m P.10"][0][2]:
         raise SystemExit("the drop-in's output differs from trec_eval's on the log shape")
-    ours = dict(line.split("\t") for line in store[pair][0][2].splitlines())
-    for tool in ("pytrec_eval (AP@10 P@10, dicts)", "ranx (AP@10 P@10; its own tie order)"):
-        for line in store.get(tool, [(0, 0, "")])[0][2].splitlines():
-            name, value = line.split("\t")
-            if abs(float(value) - float(ours[name])) > 1e-9:
-                print(f"  {tool}: {name} {value} vs ours {ours[name]}", flush=True)
+    _differences(store, pair, ["pytrec_eval (AP@10 P@10, dicts)", "ranx (AP@10 P@10; its own tie order)"])
     rows = ["| command | wall (median) | peak RSS | ratio |", "|---|---|---|---|"]
     if with_six:
         rows += [_row(store, "eval the six", None), _row(store, "eval the six + AP@10 P@10", "eval the six")]
