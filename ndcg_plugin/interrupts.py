@@ -5,26 +5,61 @@ own ``try`` (exit 0). When this process is the command (``ndcg-plugin`` or ``pyt
 ndcg_plugin``), the package's first import of its own installs :func:`interrupted`: one line and
 status 130 at once, whatever is being imported. :func:`ndcg_plugin.cli.commands.run` puts a
 KeyboardInterrupt back (:func:`handle_interrupts`) when the command's code begins, where it is
-caught, and ends with 130 whenever SIGINT came (:data:`received`). A program
-that imports the package is left alone."""
+caught, and ends with 130 whenever SIGINT came (:data:`received`). Whatever the command's
+cleanups then wait for (a worker thread's join, a lock a KeyboardInterrupt left held inside
+Python's own import machinery), the process ends within :data:`GRACE_SECONDS` of Ctrl-C, and at
+once on a second Ctrl-C. A program that imports the package is left alone."""
 from __future__ import annotations
 
 import _signal as signal  # the C module: signal.py's enums take a few ms to build
+import _thread
 import os
 import sys
+import time
 from collections.abc import Callable
 
 MESSAGE = b"ndcg-plugin: interrupted\n"
+
+#: how long the command's cleanups may take after Ctrl-C (its ``finally`` blocks, the joins of its
+#: worker threads as the interpreter ends, a Spark session's JVM stopped: SIGTERM, then SIGKILL 5 s
+#: later) before the process ends regardless, with status 130
+GRACE_SECONDS = 15.0
+
+#: whether :data:`MESSAGE` was written (it is written once, whoever ends the process)
+announced = False
+
+
+def said(say: Callable[[str], None] | None = None) -> int:
+    """``say("interrupted")`` (the command's own line, on its standard error) when given, and a
+    note that :data:`MESSAGE` was written; the status of an interrupted command, 130."""
+    global announced
+    if say is not None:
+        say("interrupted")
+    announced = True
+    return 130
+
+
+def announce() -> None:
+    """:data:`MESSAGE` on standard error, once (what the command wrote before it comes first)."""
+    if announced:
+        return
+    said()
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except (OSError, ValueError, RuntimeError):  # closed, or being written by the thread interrupted
+        pass
+    try:
+        os.write(2, MESSAGE)
+    except OSError:
+        pass
 
 
 def interrupted(signum: int, frame: object) -> None:
     """One line on stderr, then the end of the process at once by SIGINT's default action, as a C
     program (trec_eval) ends on Ctrl-C: a shell's status 130 (128 + SIGINT); nothing half-imported
     runs on, and no library's ``except`` can catch it."""
-    try:
-        os.write(2, MESSAGE)
-    except OSError:
-        pass
+    announce()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.raise_signal(signal.SIGINT)
 
@@ -57,16 +92,46 @@ def install() -> None:
 #: makes an ImportError of one raised while it imports datetime)
 received = False
 
+#: the SIGINT :func:`unraisable` raises again: the same Ctrl-C, not a second one
+_again = False
+
 
 def keyboard_interrupt(signum: int, frame: object) -> None:
-    """Python's own handler (a KeyboardInterrupt), which also notes that it was called."""
-    global received
-    received = True
+    """Python's own handler (a KeyboardInterrupt), which also notes that it was called and starts
+    the clock of :func:`end_after`; a second Ctrl-C ends the process at once (:func:`interrupted`)."""
+    global received, _again
+    if received and not _again:
+        interrupted(signum, frame)
+        return
+    first, _again, received = not received, False, True
+    if first:
+        start_clock(GRACE_SECONDS)
     # what the interrupt leaves half done (a file importlib was opening as it came) is no news to
     # the user: its "unclosed file" ResourceWarning would come before the one line
     import warnings
     warnings.filterwarnings("ignore", category=ResourceWarning)
     raise KeyboardInterrupt
+
+
+def start_clock(seconds: float) -> None:
+    """:func:`end_after` on a thread of its own: a bare one, since threading's own locks may be held
+    by the code the signal interrupted. Where no thread can start (memory), the cleanups run
+    unguarded."""
+    try:
+        _thread.start_new_thread(end_after, (seconds,))
+    except (RuntimeError, MemoryError):
+        pass
+
+
+def end_after(seconds: float) -> None:
+    """The end of the process, ``seconds`` from now, with the one line and status 130, unless it
+    ended before: a KeyboardInterrupt raised at any instruction can leave a lock held that another
+    thread, and then the command waiting for that thread, would wait for forever (the CPython
+    3.11 import system's module locks are one such place). Exit handlers do not run; a Spark JVM
+    still ends when its pipe from this process closes."""
+    time.sleep(seconds)
+    announce()
+    os._exit(130)
 
 
 def handle_interrupts() -> None:
@@ -81,8 +146,10 @@ def unraisable(info: object) -> None:
     """A KeyboardInterrupt that could not propagate (raised in a weakref callback, such as
     importlib's module locks', or in a ``__del__``: Python only prints "Exception ignored" and goes
     on) is raised again, at the main thread's next instruction, instead of that traceback."""
+    global _again
     kind = getattr(info, "exc_type", None)
     if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+        _again = True
         signal.raise_signal(signal.SIGINT)
         return
     sys.__unraisablehook__(info)
@@ -100,8 +167,7 @@ def run_command(main: Callable[[], int], say: Callable[[str], None]) -> int:
             raise
         code = None
     if code is None or (received and code != 130):
-        say("interrupted")
-        return 130
+        return 130 if announced else said(say)
     return code
 
 

@@ -116,8 +116,13 @@ def test_no_import_cycle():
     assert not cycles, cycles
 
 
+#: names that begin with an underscore and are documented, public functions of the standard library
+PUBLIC_UNDERSCORED = {"os._exit"}
+
+
 def _private_uses(path: Path) -> list[str]:
-    """``from x import _y`` and ``module._y`` where ``module`` is an imported module's name."""
+    """``from x import _y`` and ``module._y`` where ``module`` is an imported module's name (but not
+    :data:`PUBLIC_UNDERSCORED`)."""
     tree = _tree(path)
     modules, out = set(), []
     for node in ast.walk(tree):
@@ -129,7 +134,8 @@ def _private_uses(path: Path) -> list[str]:
             modules.update((a.asname or a.name).split(".")[0] for a in node.names)
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
-                and node.attr.startswith("_") and not node.attr.startswith("__")):
+                and node.attr.startswith("_") and not node.attr.startswith("__")
+                and f"{node.value.id}.{node.attr}" not in PUBLIC_UNDERSCORED):
             out.append(f"{path.name}:{node.lineno} {node.value.id}.{node.attr}")
     return out
 

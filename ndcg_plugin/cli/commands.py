@@ -404,8 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         leave_stdout()
         return 0
     except KeyboardInterrupt:
-        say("interrupted")
-        return 130
+        return interrupts.said(say)
     except (MemoryError, RuntimeError, ImportError) as e:  # also a thread or a library without memory to start
         if not isinstance(e, MemoryError) and not out_of_memory(e):
             raise
