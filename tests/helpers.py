@@ -146,3 +146,26 @@ def local_engine(qrels: pd.DataFrame, run: pd.DataFrame, measures: list) -> tupl
     aggregates = evaluator.calc_aggregate(run)
     per_query = {(m.query_id, str(m.measure)): float(m.value) for m in evaluator.iter_calc(run)}
     return aggregates, per_query
+
+
+#: the environment of a child the test may find stuck: Python's fault handler prints every thread's
+#: stack on SIGABRT (see :func:`communicate_or_dump`)
+FAULT_HANDLER_ENV = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+
+
+def communicate_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``proc.communicate(timeout)``; a child still running then (started with
+    :data:`FAULT_HANDLER_ENV`) gets SIGABRT, and the test fails with every thread's stack, where
+    it waited."""
+    import signal
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        import pytest
+        pytest.fail(f"{proc.args!r} still ran after {timeout:g} s; its threads:\n{err[-6000:]}")

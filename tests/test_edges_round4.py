@@ -13,7 +13,7 @@ import tracemalloc
 import pytest
 
 import ndcg_plugin
-from tests.helpers import run_cli
+from tests.helpers import FAULT_HANDLER_ENV, communicate_or_dump, run_cli
 
 TREC_EVAL = os.environ.get("NDCG_PLUGIN_TREC_EVAL")
 LONG_MAX = 2 ** 63 - 1
@@ -251,13 +251,13 @@ def test_ctrl_c_during_the_imports_is_one_line_and_130(command, tmp_path):
     assert whole.returncode == 0 and whole.stdout, whole.stderr
     for _ in range(12):
         proc = subprocess.Popen([sys.executable, "-m", "ndcg_plugin", *argv], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True, env=FAULT_HANDLER_ENV)
         start = time.monotonic()
         while not _mapped(proc.pid, "_decimal") and time.monotonic() - start < 30:
             time.sleep(0.001)
         time.sleep(rng.uniform(0.0, 0.4))
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = communicate_or_dump(proc, 60)
         if proc.returncode in (0, -signal.SIGINT) and err == "" and out == whole.stdout:
             continue  # the command had finished before the signal (or as the interpreter ended: -2)
         assert proc.returncode in (130, -signal.SIGINT) and err == "ndcg-plugin: interrupted\n", (proc.returncode, err)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, msmarco_file
-from tests.helpers import run_batch, run_cli, run_main
+from tests.helpers import FAULT_HANDLER_ENV, communicate_or_dump, run_batch, run_cli, run_main
 
 QRELS, RUN = str(EXAMPLES / "example.qrels"), str(EXAMPLES / "example.run")
 
@@ -81,7 +81,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     run.write_text("".join(f"q{i // 50} Q0 d{i} 1 {1000 - i % 50} t\n" for i in range(4_000_000)))
     for delay in (0.3, 1.5):
         proc = subprocess.Popen([sys.executable, "-m", "ndcg_plugin", "eval", QRELS, str(run), "NDCG_exp@10"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=FAULT_HANDLER_ENV,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         # the signal goes once the run file is open (the work has begun: on a loaded machine 0.3 s
         # can still be the interpreter importing numpy and pyarrow), then ``delay`` later
@@ -91,7 +91,7 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
             continue  # finished first: nothing to interrupt
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = communicate_or_dump(proc, 60)
         assert proc.returncode == 130 and err.strip().splitlines() == ["ndcg-plugin: interrupted"], (delay, err)
         assert out == ""
 

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from ndcg_plugin import interrupts
+from tests.helpers import FAULT_HANDLER_ENV, communicate_or_dump
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -45,7 +46,7 @@ def _start(tmp_path, grace: float) -> tuple[subprocess.Popen, str]:
     (tmp_path / "run").write_text(RUN)
     marker = str(tmp_path / "stuck")
     proc = subprocess.Popen([sys.executable, "-c", STUCK_COMMAND, marker, str(grace)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=FAULT_HANDLER_ENV)
     start = time.monotonic()
     while not os.path.exists(marker):
         if proc.poll() is not None or time.monotonic() - start > 60:
@@ -59,12 +60,7 @@ def test_ctrl_c_while_a_worker_waits_for_ever_ends_within_the_grace(tmp_path):
     proc, _ = _start(tmp_path, grace=1.0)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=45)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("the command still ran 45 s after Ctrl-C (its pool waited for the stuck worker)")
+    out, err = communicate_or_dump(proc, 45)  # before: for ever, its pool waiting for the stuck worker
     took = time.monotonic() - sent
     assert (proc.returncode, out, err) == (130, "", "ndcg-plugin: interrupted\n")
     assert 1.0 <= took < 30, took  # not before the grace: the cleanups had their time
@@ -76,12 +72,7 @@ def test_a_second_ctrl_c_ends_at_once(tmp_path):
     time.sleep(0.5)  # the first is being handled: the pool waits for its worker
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=45)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("a second Ctrl-C did not end the command")
+    out, err = communicate_or_dump(proc, 45)
     # SIGINT's default action, as trec_eval ends on Ctrl-C (130 to a shell); the line once
     assert (proc.returncode, out, err) == (-signal.SIGINT, "", "ndcg-plugin: interrupted\n")
 
