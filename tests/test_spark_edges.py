@@ -173,6 +173,45 @@ def test_spark_gives_ctrl_c_back_to_the_handler_it_had_before_the_session(tmp_pa
         signal.signal(signal.SIGINT, before)
 
 
+# a loop of the real Ctrl-C test: py4j's "Exception occurred while shutting down connection", a
+# BrokenPipeError raised while it handled the KeyboardInterrupt, logged on its own logger and
+# printed with its traceback by the root's handler (a filter on the root logger never saw it)
+def test_py4j_logs_of_what_ctrl_c_broke_are_dropped_and_other_logs_kept(monkeypatch, pyspark_installed):
+    import logging
+
+    from ndcg_plugin import interrupts
+    from ndcg_plugin.spark import command
+    monkeypatch.setattr(interrupts, "received", False)
+    for name in ("", "py4j.java_gateway", "py4j.clientserver"):
+        monkeypatch.setattr(logging.getLogger(name), "filters", [])
+    shown: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            shown.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger().addHandler(keep)
+    try:
+        command._interrupt_plainly(None)
+
+        def log(name: str, message: str, interrupted: bool) -> None:
+            try:
+                try:
+                    raise KeyboardInterrupt if interrupted else ConnectionResetError("reset by the JVM")
+                except BaseException:
+                    raise BrokenPipeError(32, "Broken pipe")  # noqa: B904 - its context is the point
+            except BrokenPipeError:
+                logging.getLogger(name).exception(message)
+        log("py4j.clientserver", "shutting down, after Ctrl-C", True)
+        log("", "sending, after Ctrl-C", True)
+        log("py4j.java_gateway", "a real failure", False)
+        logging.getLogger("py4j.clientserver").error("no exception at all")
+        assert shown == ["a real failure", "no exception at all"]
+    finally:
+        logging.getLogger().removeHandler(keep)
+
+
 def _alive(pid: int) -> bool:
     """A process that runs (a zombie, waiting for a parent that does not reap it, has stopped)."""
     try:

@@ -206,13 +206,20 @@ def _made_of_interrupt(error: BaseException) -> bool:
     return interrupts.received
 
 
+#: where py4j logs: the root logger (``logging.exception``, which also gives the root a handler on
+#: stderr) and its own two loggers, whose records reach that handler (a logger's filter applies to
+#: the records made on it only, not to those its children pass up)
+_PY4J_LOGGERS = ("", "py4j.java_gateway", "py4j.clientserver")
+
+
 class _NoInterruptLogs(logging.Filter):
-    """Drops a log record of a KeyboardInterrupt: py4j logs one, with its traceback, on the root
-    logger (which then prints it) when Ctrl-C interrupts a call to the JVM; the command says
-    "interrupted" itself."""
+    """Drops a log record of an error that came of Ctrl-C (:func:`_made_of_interrupt`): py4j logs
+    the KeyboardInterrupt, with its traceback, when Ctrl-C interrupts a call to the JVM, then the
+    BrokenPipeError of closing that connection; the command says "interrupted" itself."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, BaseException) and _made_of_interrupt(error))
 
 
 def _sigint_handler() -> object:
@@ -230,6 +237,7 @@ def _interrupt_plainly(handler: object) -> None:
     the interrupted call is dropped."""
     if handler is not None and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, handler)
-    root = logging.getLogger()
-    if not any(isinstance(f, _NoInterruptLogs) for f in root.filters):
-        root.addFilter(_NoInterruptLogs())
+    for name in _PY4J_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _NoInterruptLogs) for f in log.filters):
+            log.addFilter(_NoInterruptLogs())
