@@ -176,11 +176,18 @@ def test_spark_gives_ctrl_c_back_to_the_handler_it_had_before_the_session(tmp_pa
 # a loop of the real Ctrl-C test: py4j's "Exception occurred while shutting down connection", a
 # BrokenPipeError raised while it handled the KeyboardInterrupt, logged on its own logger and
 # printed with its traceback by the root's handler (a filter on the root logger never saw it)
-def test_py4j_logs_of_what_ctrl_c_broke_are_dropped_and_other_logs_kept(monkeypatch, pyspark_installed):
+def test_py4j_logs_of_what_ctrl_c_broke_are_dropped_and_other_logs_kept(tmp_path, monkeypatch, pyspark_installed):
     import logging
 
     from ndcg_plugin import interrupts
     from ndcg_plugin.spark import command
+    qrels, run = _files(tmp_path)
+
+    def prepare(*args, **kwargs):
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(command, "session", lambda *args, **kwargs: object())
+    monkeypatch.setattr("ndcg_plugin.spark.prepare_files", prepare)
     monkeypatch.setattr(interrupts, "received", False)
     for name in ("", "py4j.java_gateway", "py4j.clientserver"):
         monkeypatch.setattr(logging.getLogger(name), "filters", [])
@@ -193,7 +200,9 @@ def test_py4j_logs_of_what_ctrl_c_broke_are_dropped_and_other_logs_kept(monkeypa
     keep = Keep()
     logging.getLogger().addHandler(keep)
     try:
-        command._interrupt_plainly(None)
+        with pytest.raises(ValueError, match="stop here"):  # the session started: its filters are on
+            with command.files(command.SparkOptions(qrels, run), ["NDCG_lin@10"]):
+                pass
 
         def log(name: str, message: str, interrupted: bool) -> None:
             try:
