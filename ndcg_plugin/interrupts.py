@@ -41,9 +41,10 @@ def said(say: Callable[[str], None] | None = None) -> int:
 
 def announce() -> None:
     """:data:`MESSAGE` on standard error, once (what the command wrote before it comes first)."""
+    global announced
     if announced:
         return
-    said()
+    announced = True
     try:
         if sys.stderr is not None:
             sys.stderr.flush()
